@@ -1,0 +1,69 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "StadiumCloud",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "stadiumcloud", targets: ["stadiumcloud"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+    ],
+    targets: [
+        /// Domain: records, field values, zones, change tokens, errors. Foundation + Crypto only.
+        .target(
+            name: "CloudCore",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+        ),
+        /// Every line of SQL: migrations, record store, change log, accounts.
+        .target(
+            name: "CloudPostgres",
+            dependencies: [
+                "CloudCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        /// The CloudKit Web Services routes, auth, wire encoding and error mapping.
+        .target(
+            name: "CloudHTTP",
+            dependencies: [
+                "CloudCore",
+                "CloudPostgres",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "stadiumcloud",
+            dependencies: [
+                "CloudCore",
+                "CloudPostgres",
+                "CloudHTTP",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "CloudCoreTests", dependencies: ["CloudCore"]),
+        .testTarget(
+            name: "CloudServerTests",
+            dependencies: [
+                "CloudCore",
+                "CloudPostgres",
+                "CloudHTTP",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
+    ]
+)

@@ -1,0 +1,121 @@
+import Crypto
+import Foundation
+
+/// Signs and verifies the opaque strings handed to clients (change tokens, continuation markers), so a client
+/// can neither forge nor alter them. The key lives in the database, so tokens survive restarts.
+public struct TokenSigner: Sendable {
+    private let key: SymmetricKey
+    private static let macLength = 16
+
+    public init(key: some ContiguousBytes) { self.key = SymmetricKey(data: key) }
+
+    public func sign(_ payload: [UInt8]) -> String {
+        let mac = HMAC<SHA256>.authenticationCode(for: payload, using: self.key)
+        return Self.base64URL(payload + Array(mac).prefix(Self.macLength))
+    }
+
+    /// The payload of a string this signer made, or `nil` when it is malformed or altered.
+    public func verify(_ text: String) -> [UInt8]? {
+        guard let bytes = Self.fromBase64URL(text), bytes.count > Self.macLength else { return nil }
+        let payload = Array(bytes.dropLast(Self.macLength))
+        let mac = HMAC<SHA256>.authenticationCode(for: payload, using: self.key)
+        // Constant-time comparison of the truncated MAC.
+        var difference: UInt8 = 0
+        for (expected, given) in zip(Array(mac).prefix(Self.macLength), bytes.suffix(Self.macLength)) { difference |= expected ^ given }
+        return difference == 0 ? payload : nil
+    }
+
+    public static func base64URL(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    static func fromBase64URL(_ text: String) -> [UInt8]? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        return Data(base64Encoded: base64).map(Array.init)
+    }
+}
+
+/// A position in a database's change sequence, for one zone (`changes/zone`, `records/changes`) or for the
+/// database's list of zones (`changes/database`). Opaque to clients; see `docs/SYNC.md` for why it is correct.
+public struct ChangeToken: Sendable, Hashable {
+    public enum Kind: UInt8, Sendable { case zone = 1, database = 2 }
+    public var kind: Kind
+    public var databaseID: Int64
+    /// The zone's internal id (a re-created zone of the same name has a new one); 0 for database tokens.
+    public var zoneID: Int64
+    /// Every change with a larger sequence number is after this token.
+    public var seq: Int64
+
+    public init(kind: Kind, databaseID: Int64, zoneID: Int64 = 0, seq: Int64) {
+        self.kind = kind
+        self.databaseID = databaseID
+        self.zoneID = zoneID
+        self.seq = seq
+    }
+
+    private static let version: UInt8 = 1
+
+    public func encode(with signer: TokenSigner) -> String {
+        var payload: [UInt8] = [Self.version, self.kind.rawValue]
+        for number in [self.databaseID, self.zoneID, self.seq] { payload += number.bigEndianBytes }
+        return signer.sign(payload)
+    }
+
+    /// Decodes and verifies a client's token; anything malformed, altered or of the wrong kind is BAD_REQUEST.
+    public static func decode(_ text: String, kind: Kind, with signer: TokenSigner) throws -> ChangeToken {
+        guard let payload = signer.verify(text), payload.count == 26, payload[0] == Self.version,
+            let parsedKind = Kind(rawValue: payload[1])
+        else { throw CloudError.badRequest("syncToken is not a token this server issued (malformed or altered)") }
+        guard parsedKind == kind else {
+            throw CloudError.badRequest(kind == .zone
+                ? "syncToken is a database token; changes/zone and records/changes need a zone token"
+                : "syncToken is a zone token; changes/database needs a database token")
+        }
+        return ChangeToken(
+            kind: kind, databaseID: Int64(bigEndianBytes: payload[2..<10]),
+            zoneID: Int64(bigEndianBytes: payload[10..<18]), seq: Int64(bigEndianBytes: payload[18..<26]))
+    }
+}
+
+/// Where a paged query continues: the offset into its ordered results, bound to a hash of the query itself.
+public struct ContinuationMarker: Sendable, Hashable {
+    public var queryHash: Int64
+    public var offset: Int64
+
+    public init(queryHash: Int64, offset: Int64) {
+        self.queryHash = queryHash
+        self.offset = offset
+    }
+
+    public func encode(with signer: TokenSigner) -> String {
+        signer.sign([3] + self.queryHash.bigEndianBytes + self.offset.bigEndianBytes)
+    }
+
+    public static func decode(_ text: String, queryHash: Int64, with signer: TokenSigner) throws -> ContinuationMarker {
+        guard let payload = signer.verify(text), payload.count == 17, payload[0] == 3 else {
+            throw CloudError.badRequest("continuationMarker is not one this server issued (malformed or altered)")
+        }
+        let marker = ContinuationMarker(
+            queryHash: Int64(bigEndianBytes: payload[1..<9]), offset: Int64(bigEndianBytes: payload[9..<17]))
+        guard marker.queryHash == queryHash else {
+            throw CloudError.badRequest("continuationMarker belongs to a different query; repeat the same query to page")
+        }
+        return marker
+    }
+
+    /// A stable 64-bit hash of a query's canonical JSON text.
+    public static func hash(of canonicalQuery: String) -> Int64 {
+        let digest = SHA256.hash(data: Array(canonicalQuery.utf8))
+        return Int64(bigEndianBytes: Array(digest).prefix(8))
+    }
+}
+
+extension Int64 {
+    var bigEndianBytes: [UInt8] { withUnsafeBytes(of: self.bigEndian, Array.init) }
+
+    init(bigEndianBytes bytes: some Collection<UInt8>) {
+        self = bytes.reduce(0) { ($0 << 8) | Int64($1) }
+    }
+}

@@ -1,0 +1,97 @@
+/// Writes JSON text straight into a byte buffer: used for responses, where stored field JSON is spliced in
+/// as it comes from the database instead of being parsed and encoded again.
+public struct JSONWriter: Sendable {
+    public private(set) var bytes: [UInt8] = []
+    /// Whether the next value in the current container needs a leading comma.
+    private var needsComma: [Bool] = [false]
+    /// When true, INT64/DOUBLE/TIMESTAMP numbers are written as strings (`numbersAsStrings`).
+    public var numbersAsStrings = false
+
+    public init(capacity: Int = 1024) { self.bytes.reserveCapacity(capacity) }
+
+    public mutating func beginObject() { self.separate(); self.bytes.append(UInt8(ascii: "{")); self.needsComma.append(false) }
+    public mutating func endObject() { self.needsComma.removeLast(); self.bytes.append(UInt8(ascii: "}")) }
+    public mutating func beginArray() { self.separate(); self.bytes.append(UInt8(ascii: "[")); self.needsComma.append(false) }
+    public mutating func endArray() { self.needsComma.removeLast(); self.bytes.append(UInt8(ascii: "]")) }
+
+    /// Writes `"key":`; the value written next belongs to it.
+    public mutating func key(_ key: String) {
+        self.separate()
+        self.appendQuoted(key)
+        self.bytes.append(UInt8(ascii: ":"))
+        self.afterKey = true
+    }
+
+    /// True between a key and its value, which then needs no comma.
+    private var afterKey = false
+
+    private mutating func separate() {
+        if self.afterKey { self.afterKey = false; return }
+        if self.needsComma[self.needsComma.count - 1] { self.bytes.append(UInt8(ascii: ",")) }
+        self.needsComma[self.needsComma.count - 1] = true
+    }
+
+    public mutating func string(_ value: String) { self.separate(); self.appendQuoted(value) }
+    public mutating func int(_ value: Int64) {
+        self.separate()
+        if self.numbersAsStrings { self.appendQuoted(String(value)) } else { self.bytes.append(contentsOf: String(value).utf8) }
+    }
+    public mutating func bool(_ value: Bool) { self.separate(); self.bytes.append(contentsOf: (value ? "true" : "false").utf8) }
+    public mutating func null() { self.separate(); self.bytes.append(contentsOf: "null".utf8) }
+    /// Appends already-encoded JSON text (for example a `jsonb` column) as one value.
+    public mutating func raw(_ json: String) { self.separate(); self.bytes.append(contentsOf: json.utf8) }
+
+    public mutating func value(_ value: JSONValue) {
+        switch value {
+        case .null: self.null()
+        case .bool(let flag): self.bool(flag)
+        case .int(let number): self.int(number)
+        case .double(let number):
+            self.separate()
+            let text = number.isFinite ? Self.format(number) : "null"
+            if self.numbersAsStrings { self.appendQuoted(text) } else { self.bytes.append(contentsOf: text.utf8) }
+        case .string(let text): self.string(text)
+        case .array(let items):
+            self.beginArray()
+            for item in items { self.value(item) }
+            self.endArray()
+        case .object(let object):
+            self.beginObject()
+            for key in object.keys.sorted() {
+                self.key(key)
+                self.value(object[key]!)
+            }
+            self.endObject()
+        }
+    }
+
+    static func format(_ number: Double) -> String {
+        if number.rounded() == number && abs(number) < 1e15 { return String(Int64(number)) + ".0" }
+        return "\(number)"
+    }
+
+    private mutating func appendQuoted(_ text: String) {
+        self.bytes.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): self.bytes.append(contentsOf: [92, 34])
+            case UInt8(ascii: "\\"): self.bytes.append(contentsOf: [92, 92])
+            case 0x0A: self.bytes.append(contentsOf: [92, UInt8(ascii: "n")])
+            case 0x0D: self.bytes.append(contentsOf: [92, UInt8(ascii: "r")])
+            case 0x09: self.bytes.append(contentsOf: [92, UInt8(ascii: "t")])
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                self.bytes.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 15)]])
+            default: self.bytes.append(byte)
+            }
+        }
+        self.bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Encodes one value to a `String`.
+    public static func encode(_ value: JSONValue) -> String {
+        var writer = JSONWriter(capacity: 256)
+        writer.value(value)
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
+}

@@ -1,0 +1,55 @@
+/// Who changed a record, when (ms since 1970) and from which device: the `created`/`modified` dictionaries.
+public struct ChangeStamp: Sendable, Hashable {
+    public var timestamp: Int64
+    public var userRecordName: String
+    public var deviceID: String
+
+    public init(timestamp: Int64, userRecordName: String, deviceID: String) {
+        self.timestamp = timestamp
+        self.userRecordName = userRecordName
+        self.deviceID = deviceID
+    }
+}
+
+/// One record version as stored: live, or a tombstone (`deleted`, no fields).
+public struct Record: Sendable, Hashable {
+    public var recordName: String
+    public var recordType: String
+    /// Position in the database's change sequence; also the source of the `recordChangeTag`.
+    public var changeSeq: Int64
+    public var deleted: Bool
+    public var fields: [String: FieldValue]
+    public var created: ChangeStamp
+    public var modified: ChangeStamp
+
+    public init(
+        recordName: String, recordType: String, changeSeq: Int64, deleted: Bool = false,
+        fields: [String: FieldValue], created: ChangeStamp, modified: ChangeStamp
+    ) {
+        self.recordName = recordName
+        self.recordType = recordType
+        self.changeSeq = changeSeq
+        self.deleted = deleted
+        self.fields = fields
+        self.created = created
+        self.modified = modified
+    }
+
+    public var changeTag: String { ChangeTag.make(self.changeSeq) }
+
+    /// The fields as one JSON object in the stored/wire shape.
+    public var fieldsJSON: JSONValue { .object(self.fields.mapValues(\.json)) }
+}
+
+/// `recordChangeTag`s are the record's change sequence number in base 36: short, opaque, unique per version.
+public enum ChangeTag {
+    public static func make(_ seq: Int64) -> String { String(seq, radix: 36) }
+}
+
+/// The names CloudKit gives the zones and databases this server knows.
+public enum DatabaseScope: String, Sendable, CaseIterable {
+    case `public`, `private`
+}
+
+/// The zone every database has and that cannot be created or deleted.
+public let defaultZoneName = "_defaultZone"

@@ -1,0 +1,158 @@
+import Foundation
+
+/// The `operationType`s of `records/modify`.
+public enum OperationType: String, Sendable, CaseIterable {
+    case create, update, forceUpdate, replace, forceReplace, delete, forceDelete
+
+    var checksChangeTag: Bool { self == .update || self == .replace || self == .delete }
+    var isDelete: Bool { self == .delete || self == .forceDelete }
+}
+
+/// One operation of a `records/modify` request, structurally validated; field values are checked by the planner,
+/// which knows the record's existing field types.
+public struct RecordOperation: Sendable {
+    public var type: OperationType
+    public var recordName: String
+    public var recordType: String?
+    public var changeTag: String?
+    /// Wire `RecordField`s by name; `nil` when the operation carries no `fields`.
+    public var fields: [String: JSONValue]?
+
+    public init(type: OperationType, recordName: String, recordType: String? = nil, changeTag: String? = nil, fields: [String: JSONValue]? = nil) {
+        self.type = type
+        self.recordName = recordName
+        self.recordType = recordType
+        self.changeTag = changeTag
+        self.fields = fields
+    }
+}
+
+/// What happened to one operation.
+public enum OperationOutcome: Sendable {
+    case saved(Record)
+    case deleted(recordName: String, recordType: String)
+    /// A per-record failure; `serverRecord` is the current record for CONFLICT and EXISTS (our extension).
+    case failed(recordName: String, error: CloudError, serverRecord: Record?)
+
+    public var isFailure: Bool {
+        if case .failed = self { return true }
+        return false
+    }
+}
+
+/// Decides the outcome of a batch of record operations against the current records: optimistic concurrency,
+/// create/update/replace/delete semantics and limits. Pure: the store loads `existing` and writes `writes`.
+public struct ModificationPlan: Sendable {
+    public var outcomes: [OperationOutcome]
+    /// New record versions (including tombstones) to store, in sequence order.
+    public var writes: [Record]
+    /// The last change sequence number used (the first was `firstSeq`).
+    public var lastSeq: Int64
+
+    /// - Parameters:
+    ///   - existing: current rows (live or tombstones) for the operations' record names.
+    ///   - firstSeq: the sequence number for the first write.
+    ///   - maxRecordBytes: the per-record size limit for its fields' JSON.
+    /// - Throws: `CloudError` BAD_REQUEST when any operation is malformed: then nothing is written.
+    public init(
+        operations: [RecordOperation], existing: [String: Record], firstSeq: Int64, stamp: ChangeStamp,
+        maxRecordBytes: Int
+    ) throws {
+        var seq = firstSeq - 1
+        var outcomes: [OperationOutcome] = []
+        var writes: [Record] = []
+        var seen = Set<String>()
+        outcomes.reserveCapacity(operations.count)
+        for (index, operation) in operations.enumerated() {
+            let path = "operations[\(index)]"
+            guard seen.insert(operation.recordName).inserted else {
+                throw CloudError.badRequest("\(path): record \(operation.recordName) appears more than once in this request")
+            }
+            let current = existing[operation.recordName].flatMap { $0.deleted ? nil : $0 }
+            if operation.type.checksChangeTag, operation.changeTag == nil {
+                throw CloudError.badRequest("\(path).record.recordChangeTag is required for \(operation.type.rawValue)")
+            }
+            if let current, let type = operation.recordType, type != current.recordType {
+                throw CloudError.badRequest("\(path).record.recordType \(type) differs from the stored \(current.recordType); a record's type cannot change")
+            }
+            // Per-record outcomes: existence and optimistic concurrency.
+            if operation.type == .create, let current {
+                outcomes.append(.failed(recordName: operation.recordName, error: CloudError(.exists, "record to insert already exists"), serverRecord: current))
+                _ = try Self.fields(of: operation, base: nil, path: path, maxRecordBytes: maxRecordBytes)
+                continue
+            }
+            if operation.type.checksChangeTag || operation.type == .forceDelete {
+                guard let current else {
+                    if operation.type == .forceDelete, let tombstone = existing[operation.recordName] {
+                        outcomes.append(.deleted(recordName: operation.recordName, recordType: tombstone.recordType))
+                    } else {
+                        outcomes.append(.failed(recordName: operation.recordName, error: .notFound("record \(operation.recordName) does not exist"), serverRecord: nil))
+                    }
+                    continue
+                }
+                if operation.type.checksChangeTag, operation.changeTag != current.changeTag {
+                    outcomes.append(.failed(recordName: operation.recordName, error: CloudError(.conflict, "client oplock error updating record"), serverRecord: current))
+                    _ = try Self.fields(of: operation, base: current, path: path, maxRecordBytes: maxRecordBytes)
+                    continue
+                }
+            }
+            seq += 1
+            if operation.type.isDelete, let current {
+                var tombstone = current
+                tombstone.changeSeq = seq
+                tombstone.deleted = true
+                tombstone.fields = [:]
+                tombstone.modified = stamp
+                writes.append(tombstone)
+                outcomes.append(.deleted(recordName: current.recordName, recordType: current.recordType))
+                continue
+            }
+            guard let recordType = operation.recordType ?? current?.recordType, !recordType.isEmpty else {
+                throw CloudError.badRequest("\(path).record.recordType is required to create record \(operation.recordName)")
+            }
+            let keepsFields = operation.type == .update || operation.type == .forceUpdate
+            let fields = try Self.fields(of: operation, base: keepsFields ? current : nil, path: path, maxRecordBytes: maxRecordBytes)
+            let record = Record(
+                recordName: operation.recordName, recordType: recordType, changeSeq: seq, fields: fields,
+                created: current?.created ?? stamp, modified: stamp)
+            writes.append(record)
+            outcomes.append(.saved(record))
+        }
+        self.outcomes = outcomes
+        self.writes = writes
+        self.lastSeq = seq
+    }
+
+    /// The record's fields after the operation: `base` fields overlaid with the operation's (null removes).
+    static func fields(of operation: RecordOperation, base: Record?, path: String, maxRecordBytes: Int) throws -> [String: FieldValue] {
+        var fields = base?.fields ?? [:]
+        for (name, raw) in operation.fields ?? [:] {
+            try FieldName.validate(name, path: "\(path).record.fields")
+            let hint = fields[name]?.type
+            if let value = try FieldValue.parse(raw, hint: hint, path: "\(path).record.fields.\(name)") {
+                fields[name] = value
+            } else {
+                fields[name] = nil
+            }
+        }
+        let size = JSONWriter.encode(.object(fields.mapValues(\.json))).utf8.count
+        if size > maxRecordBytes {
+            throw CloudError.badRequest("\(path): record \(operation.recordName) is \(size) bytes; the limit is \(maxRecordBytes) bytes per record (assets excluded)")
+        }
+        return fields
+    }
+}
+
+/// Rules for record, field, type and zone names.
+public enum FieldName {
+    public static let maxLength = 255
+
+    public static func validate(_ name: String, path: String, what: String = "field name") throws {
+        guard !name.isEmpty, name.utf8.count <= maxLength else {
+            throw CloudError.badRequest("\(path): \(what) must be 1 to \(maxLength) bytes")
+        }
+        guard !name.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
+            throw CloudError.badRequest("\(path): \(what) \(name.debugDescription) contains control characters")
+        }
+    }
+}

@@ -1,0 +1,36 @@
+/// A record as read for a response: system fields plus its fields as stored JSON text, spliced into the
+/// response without being parsed again.
+public struct RecordSnapshot: Sendable, Hashable {
+    public var recordName: String
+    public var recordType: String
+    public var changeSeq: Int64
+    public var deleted: Bool
+    /// `{"name": {"type": T, "value": V}, …}`, already limited to the desired keys.
+    public var fieldsJSON: String
+    public var created: ChangeStamp
+    public var modified: ChangeStamp
+
+    public init(
+        recordName: String, recordType: String, changeSeq: Int64, deleted: Bool, fieldsJSON: String,
+        created: ChangeStamp, modified: ChangeStamp
+    ) {
+        self.recordName = recordName
+        self.recordType = recordType
+        self.changeSeq = changeSeq
+        self.deleted = deleted
+        self.fieldsJSON = fieldsJSON
+        self.created = created
+        self.modified = modified
+    }
+
+    /// The snapshot of a record, keeping only `desiredKeys` when given.
+    public init(_ record: Record, desiredKeys: Set<String>? = nil) {
+        let fields = desiredKeys.map { keys in record.fields.filter { keys.contains($0.key) } } ?? record.fields
+        self.init(
+            recordName: record.recordName, recordType: record.recordType, changeSeq: record.changeSeq,
+            deleted: record.deleted, fieldsJSON: JSONWriter.encode(.object(fields.mapValues(\.json))),
+            created: record.created, modified: record.modified)
+    }
+
+    public var changeTag: String { ChangeTag.make(self.changeSeq) }
+}

@@ -1,0 +1,114 @@
+import CloudCore
+import CloudPostgres
+import Hummingbird
+import Logging
+import PostgresNIO
+import Prometheus
+import ServiceLifecycle
+
+/// The live dependencies of a server; the executable builds them, tests build them against their own database.
+public struct ServerDependencies: Sendable {
+    public var client: PostgresClient
+    public var records: RecordStore
+    public var credentials: CredentialStore
+    public var migrations: [Migration]
+    /// Where `/metrics` reads from (the executable bootstraps swift-metrics with it).
+    public var metrics: PrometheusCollectorRegistry
+
+    /// Loads the token signing key (the client must be running).
+    public init(client: PostgresClient, migrations: [Migration], metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), limits: RecordLimits = RecordLimits(), logger: Logger) async throws {
+        self.client = client
+        self.credentials = CredentialStore(client: client)
+        let key = try await self.credentials.tokenSigningKey(logger: logger)
+        self.records = RecordStore(client: client, signer: TokenSigner(key: key), limits: limits)
+        self.migrations = migrations
+        self.metrics = metrics
+    }
+}
+
+/// The router: CloudKit Web Services routes plus `/health`, `/ready` and `/metrics`.
+public func buildRouter(configuration: ServerConfiguration, dependencies: ServerDependencies) -> Router<BasicRequestContext> {
+    let router = Router()
+    router.add(middleware: LogRequestsMiddleware(.info))
+    router.add(middleware: MetricsMiddleware())
+    router.add(middleware: CloudErrorMiddleware())
+    OperationsController(dependencies: dependencies).addRoutes(to: router)
+    DatabaseController(
+        records: dependencies.records,
+        authenticator: RequestAuthenticator(credentials: dependencies.credentials, signInURL: configuration.signInURL),
+        maxBodyBytes: configuration.maxBodyBytes
+    ).addRoutes(to: router)
+    return router
+}
+
+/// The whole server: the router, and the tombstone purge job as a service (the database client runs outside).
+public func buildApplication(configuration: ServerConfiguration, dependencies: ServerDependencies, logger: Logger) -> some ApplicationProtocol {
+    Application(
+        router: buildRouter(configuration: configuration, dependencies: dependencies),
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "StadiumCloud"),
+        services: [
+            TombstonePurgeService(
+                records: dependencies.records, retention: configuration.tombstoneRetention,
+                interval: configuration.purgeInterval, logger: logger)
+        ],
+        logger: logger)
+}
+
+/// `/health` (the process is up), `/ready` (database reachable, migrations current) and `/metrics` (Prometheus).
+struct OperationsController: Sendable {
+    let dependencies: ServerDependencies
+
+    func addRoutes(to router: Router<BasicRequestContext>) {
+        router.get("health") { _, _ in Self.json(["status": "ok"]) }
+        router.get("ready") { _, context in
+            do {
+                let migrator = Migrator(client: self.dependencies.client, migrations: self.dependencies.migrations, logger: context.logger)
+                let pending = try await migrator.pending()
+                guard pending.isEmpty else {
+                    return Self.json(["status": "migrations pending", "pending": .array(pending.map { .int(Int64($0.version)) })], status: .serviceUnavailable)
+                }
+                return Self.json(["status": "ready"])
+            } catch {
+                context.logger.warning("readiness check failed: \(String(reflecting: error))")
+                return Self.json(["status": "database unavailable"], status: .serviceUnavailable)
+            }
+        }
+        router.get("metrics") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: self.dependencies.metrics.emitToBuffer())))
+        }
+    }
+
+    static func json(_ value: JSONValue, status: HTTPResponse.Status = .ok) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(string: JSONWriter.encode(value))))
+    }
+}
+
+/// Removes tombstones older than the retention on an interval.
+struct TombstonePurgeService: Service {
+    let records: RecordStore
+    let retention: Duration
+    let interval: Duration
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: self.interval)
+            guard !Task.isCancelled else { break }
+            let cutoff = RecordStoreClock.nowMs() - Int64(self.retention.components.seconds * 1000)
+            do {
+                let purged = try await self.records.purgeTombstones(olderThanMs: cutoff, logger: self.logger)
+                self.logger.info("purged tombstones", metadata: ["records": "\(purged.records)", "zones": "\(purged.zones)"])
+            } catch {
+                self.logger.error("tombstone purge failed: \(String(reflecting: error))")
+            }
+        }
+    }
+}
+
+enum RecordStoreClock {
+    static func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+}
+
+import Foundation

@@ -1,0 +1,59 @@
+import CloudCore
+import HTTPTypes
+import Hummingbird
+import Logging
+
+/// Answers every failure in CloudKit's error shape `{uuid, serverErrorCode, reason, retryAfter?, redirectURL?}` and
+/// tags every response with the request id. Unexpected errors are logged and answered as a generic 500.
+struct CloudErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch let error as CloudError {
+            if error.code == .internalError { context.logger.error("internal error: \(error.reason)") }
+            response = Self.response(for: error, requestID: context.id)
+        } catch let error as HTTPError {
+            response = Self.response(for: Self.translate(error), requestID: context.id)
+        } catch {
+            // Never show database or other internal text to the client: log it with the request id.
+            context.logger.error("unexpected error: \(String(reflecting: error))")
+            response = Self.response(for: CloudError(.internalError, "internal server error; the request id is \(context.id)"), requestID: context.id)
+        }
+        response.headers[.requestUUID] = context.id
+        return response
+    }
+
+    static func translate(_ error: HTTPError) -> CloudError {
+        switch error.status.code {
+        case 404: CloudError.notFound("no such endpoint")
+        case 405: CloudError.badRequest("this endpoint does not accept that HTTP method")
+        case 413: CloudError.badRequest("the request body is too large; split the request")
+        case 400..<500: CloudError.badRequest(error.body ?? "bad request")
+        default: CloudError(.internalError, "internal server error")
+        }
+    }
+
+    static func response(for error: CloudError, requestID: String) -> Response {
+        var json = JSONWriter(capacity: 256)
+        json.beginObject()
+        json.key("uuid"); json.string(requestID)
+        json.key("serverErrorCode"); json.string(error.code.rawValue)
+        json.key("reason"); json.string(error.reason)
+        if let retryAfter = error.retryAfter { json.key("retryAfter"); json.int(Int64(retryAfter)) }
+        if let redirectURL = error.redirectURL { json.key("redirectURL"); json.string(redirectURL) }
+        json.endObject()
+        var headers: HTTPFields = [.contentType: "application/json; charset=UTF-8"]
+        if let retryAfter = error.retryAfter { headers[.retryAfter] = String(retryAfter) }
+        return Response(
+            status: HTTPResponse.Status(code: error.code.httpStatus), headers: headers,
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: json.bytes)))
+    }
+}
+
+extension HTTPField.Name {
+    static let requestUUID = Self("X-Apple-Request-UUID")!
+    static let webAuthToken = Self("X-Apple-CloudKit-Web-Auth-Token")!
+    /// Extension: the device a change comes from, answered as `deviceID` in `created`/`modified`.
+    static let deviceID = Self("X-StadiumCloud-Device-ID")!
+}

@@ -1,0 +1,91 @@
+import CloudCore
+import CloudPostgres
+import Hummingbird
+
+/// Writes CloudKit Web Services response dictionaries.
+struct WireWriter {
+    var json = JSONWriter(capacity: 4096)
+    /// `numbersAsStrings`: INT64, DOUBLE and TIMESTAMP field values are answered as strings.
+    var numbersAsStrings = false
+    var status: HTTPResponse.Status = .ok
+
+    /// `{"zoneName", "ownerRecordName", "zoneType"}`.
+    mutating func zoneID(_ zoneName: String, owner: String) {
+        self.json.beginObject()
+        self.json.key("zoneName"); self.json.string(zoneName)
+        self.json.key("ownerRecordName"); self.json.string(owner)
+        self.json.key("zoneType"); self.json.string(zoneName == defaultZoneName ? "DEFAULT_ZONE" : "REGULAR_CUSTOM_ZONE")
+        self.json.endObject()
+    }
+
+    mutating func stamp(_ stamp: ChangeStamp) {
+        self.json.beginObject()
+        self.json.key("timestamp"); self.json.int(stamp.timestamp)
+        self.json.key("userRecordName"); self.json.string(stamp.userRecordName)
+        self.json.key("deviceID"); self.json.string(stamp.deviceID)
+        self.json.endObject()
+    }
+
+    /// A record dictionary, or a tombstone `{recordName, recordType, deleted: true}`.
+    mutating func record(_ record: RecordSnapshot, zoneName: String, owner: String) {
+        self.json.beginObject()
+        self.json.key("recordName"); self.json.string(record.recordName)
+        self.json.key("recordType"); self.json.string(record.recordType)
+        if record.deleted {
+            self.json.key("deleted"); self.json.bool(true)
+        } else {
+            self.json.key("recordChangeTag"); self.json.string(record.changeTag)
+            self.json.key("fields")
+            if self.numbersAsStrings, let fields = try? JSONValue.parse(Array(record.fieldsJSON.utf8)) {
+                self.json.value(Self.stringifyingNumbers(fields))
+            } else {
+                self.json.raw(record.fieldsJSON)
+            }
+            self.json.key("created"); self.stamp(record.created)
+            self.json.key("modified"); self.stamp(record.modified)
+            self.json.key("deleted"); self.json.bool(false)
+            self.json.key("pluginFields"); self.json.beginObject(); self.json.endObject()
+        }
+        self.json.key("zoneID"); self.zoneID(zoneName, owner: owner)
+        self.json.endObject()
+    }
+
+    /// A per-item error dictionary; `serverRecord` is our CONFLICT/EXISTS extension.
+    mutating func itemError(_ error: CloudError, key: String, name: String, serverRecord: RecordSnapshot? = nil, zone: (String, String)? = nil) {
+        self.json.beginObject()
+        self.json.key(key)
+        if key == "zoneID", let zone { self.zoneID(zone.0, owner: zone.1) } else { self.json.string(name) }
+        self.json.key("serverErrorCode"); self.json.string(error.code.rawValue)
+        self.json.key("reason"); self.json.string(error.reason)
+        if let retryAfter = error.retryAfter { self.json.key("retryAfter"); self.json.int(Int64(retryAfter)) }
+        if let serverRecord, let zone {
+            self.json.key("serverRecord"); self.record(serverRecord, zoneName: zone.0, owner: zone.1)
+        }
+        self.json.endObject()
+    }
+
+    /// Field values of numeric types as strings, for `numbersAsStrings`.
+    static func stringifyingNumbers(_ fields: JSONValue) -> JSONValue {
+        guard case .object(let object) = fields else { return fields }
+        return .object(object.mapValues { stored in
+            guard let field = FieldValue(stored: stored), field.type.isNumeric || (field.type.elementType?.isNumeric ?? false) else {
+                return stored
+            }
+            func text(_ value: JSONValue) -> JSONValue {
+                switch value {
+                case .int(let number): .string(String(number))
+                case .double(let number): .string("\(number)")
+                case .array(let items): .array(items.map(text))
+                default: value
+                }
+            }
+            return FieldValue(type: field.type, value: text(field.value)).json
+        })
+    }
+
+    func response() -> Response {
+        Response(
+            status: self.status, headers: [.contentType: "application/json; charset=UTF-8"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: self.json.bytes)))
+    }
+}

@@ -1,0 +1,62 @@
+import CloudCore
+import Logging
+import PostgresNIO
+
+extension PostgresClient {
+    /// Runs `body` in one transaction: committed when it returns, rolled back when it throws, and the body's own
+    /// error is rethrown unchanged (PostgresNIO's `withTransaction` wraps it).
+    func transaction<Result: Sendable>(
+        logger: Logger, _ body: (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        try await translatingDatabaseErrors {
+            try await self.withConnection { connection in
+                try await connection.query("BEGIN", logger: logger)
+                do {
+                    let result = try await body(connection)
+                    try await connection.query("COMMIT", logger: logger)
+                    return result
+                } catch {
+                    _ = try? await connection.query("ROLLBACK", logger: logger)
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// Runs `body` on a pooled connection, translating transient database failures.
+    func reading<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
+        try await translatingDatabaseErrors { try await self.withConnection(body) }
+    }
+}
+
+/// Transient database failures (connection lost, server restarting, deadlock, serialization failure) become
+/// TRY_AGAIN_LATER with a retry hint; everything else propagates and is answered as a generic 500 by the edge.
+func translatingDatabaseErrors<Result>(_ body: () async throws -> Result) async throws -> Result {
+    do {
+        return try await body()
+    } catch let error as PSQLError {
+        if error.code == .server {
+            let state = error.serverInfo?[.sqlState] ?? ""
+            // 40001 serialization, 40P01 deadlock, 57P01-03 shutdown/cannot connect, 53300 too many connections.
+            guard ["40001", "40P01", "57P01", "57P02", "57P03", "53300"].contains(state) else { throw error }
+        }
+        throw CloudError(.tryAgainLater, "the database is unavailable right now; retry shortly", retryAfter: 2)
+    }
+}
+
+/// Builds SQL text with numbered bind parameters, for statements whose shape depends on the request
+/// (queries with filters). Values are always bound, never spliced into the text.
+struct SQLBuilder {
+    var sql = ""
+    var binds = PostgresBindings()
+
+    /// Binds `value` and returns its placeholder (`$n`).
+    mutating func bind(_ value: some PostgresDynamicTypeEncodable) -> String {
+        self.binds.append(value)
+        return "$\(self.binds.count)"
+    }
+
+    mutating func append(_ text: String) { self.sql += text }
+
+    var query: PostgresQuery { PostgresQuery(unsafeSQL: self.sql, binds: self.binds) }
+}

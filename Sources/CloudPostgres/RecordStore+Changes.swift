@@ -1,0 +1,143 @@
+import CloudCore
+import Logging
+import PostgresNIO
+
+/// One page of a zone's changes.
+public struct ZoneChanges: Sendable {
+    /// Changed records (whole) and tombstones (`deleted`), in change order.
+    public var records: [RecordSnapshot]
+    public var syncToken: String
+    public var moreComing: Bool
+}
+
+/// One zone as `changes/database` reports it.
+public struct ZoneChange: Sendable {
+    public var zoneName: String
+    public var deleted: Bool
+}
+
+/// One page of a database's zone changes.
+public struct DatabaseChanges: Sendable {
+    public var zones: [ZoneChange]
+    public var syncToken: String
+    public var moreComing: Bool
+}
+
+extension RecordStore {
+    /// The changes in a zone after `syncToken` (everything, without tombstones, when it is nil).
+    ///
+    /// The database's change head is read in the same statement (one snapshot) as the changed rows. Writers hold
+    /// the database row lock from their first statement to commit, so a snapshot that sees head H sees every
+    /// change numbered up to H: a token never jumps over a change that commits later.
+    public func changes(
+        zoneName: String, since syncToken: String?, limit: Int?, desiredKeys: [String]?, recordTypes: [String]?,
+        in database: DatabaseRef, logger: Logger
+    ) async throws -> ZoneChanges {
+        let limit = try self.resultsLimit(limit)
+        return try await self.client.reading { connection in
+            let zoneID = try await self.zoneID(named: zoneName, in: database, on: connection, logger: logger)
+            let since = try await self.position(of: syncToken, zoneID: zoneID, zoneName: zoneName, in: database, on: connection, logger: logger)
+            var builder = SQLBuilder()
+            let columns = Self.recordColumns(&builder, desiredKeys: desiredKeys)
+            let zoneBind = builder.bind(zoneID)
+            var filter = "r.change_seq > \(builder.bind(since ?? 0))"
+            if since == nil { filter += " AND NOT r.deleted" }
+            if let recordTypes { filter += " AND r.record_type = ANY(\(builder.bind(recordTypes))::text[])" }
+            builder.append(
+                """
+                SELECT h.head, h.purged_seq, r.* FROM (
+                    SELECT d.change_seq AS head, z.purged_seq FROM databases d JOIN zones z ON z.database_id = d.id
+                    WHERE d.id = \(builder.bind(database.id)) AND z.id = \(zoneBind) AND NOT z.deleted) h
+                LEFT JOIN LATERAL (
+                    SELECT \(columns) FROM records r WHERE r.zone_id = \(zoneBind) AND \(filter)
+                    ORDER BY r.change_seq LIMIT \(builder.bind(limit + 1))) r ON true
+                """)
+            var head: Int64?
+            var purged: Int64 = 0
+            var records: [RecordSnapshot] = []
+            let rows = try await connection.query(builder.query, logger: logger)
+            for try await row in rows.decode(
+                (Int64, Int64, String?, String?, Int64?, Bool?, String?, Int64?, String?, String?, Int64?, String?, String?).self
+            ) {
+                head = row.0
+                purged = row.1
+                if let name = row.2, let type = row.3, let seq = row.4, let deleted = row.5, let fields = row.6,
+                    let cms = row.7, let cby = row.8, let cdev = row.9, let mms = row.10, let mby = row.11, let mdev = row.12
+                {
+                    records.append(Self.snapshot((name, type, seq, deleted, fields, cms, cby, cdev, mms, mby, mdev)))
+                }
+            }
+            guard let head else { throw CloudError(.zoneNotFound, "zone \(zoneName) does not exist") }
+            if let since, since < purged { throw CloudError.changeTokenExpired }
+            let moreComing = records.count > limit
+            if moreComing { records.removeLast() }
+            // The last page ends at the head: the token advances even when this zone had no changes.
+            let position = moreComing ? records.last!.changeSeq : max(head, since ?? 0)
+            let token = ChangeToken(kind: .zone, databaseID: database.id, zoneID: zoneID, seq: position)
+            return ZoneChanges(records: records, syncToken: token.encode(with: self.signer), moreComing: moreComing)
+        }
+    }
+
+    /// The sequence number a client's zone token stands for; rejects tokens of another database or zone.
+    func position(
+        of syncToken: String?, zoneID: Int64, zoneName: String, in database: DatabaseRef, on connection: PostgresConnection, logger: Logger
+    ) async throws -> Int64? {
+        guard let syncToken, !syncToken.isEmpty else { return nil }
+        let token = try ChangeToken.decode(syncToken, kind: .zone, with: self.signer)
+        guard token.databaseID == database.id else {
+            throw CloudError.badRequest("syncToken belongs to another database")
+        }
+        guard token.zoneID == zoneID else {
+            // The same zone name, deleted and created again since the token: the client must start over.
+            let rows = try await connection.query(
+                "SELECT 1 FROM zones WHERE id = \(token.zoneID) AND database_id = \(database.id) AND zone_name = \(zoneName) AND deleted",
+                logger: logger)
+            for try await _ in rows { throw CloudError.changeTokenExpired }
+            throw CloudError.badRequest("syncToken belongs to another zone")
+        }
+        return token.seq
+    }
+
+    /// Zones created, changed or deleted after a database token (`changes/database`).
+    public func databaseChanges(since syncToken: String?, limit: Int?, in database: DatabaseRef, logger: Logger) async throws -> DatabaseChanges {
+        let limit = try self.resultsLimit(limit)
+        var since: Int64?
+        if let syncToken, !syncToken.isEmpty {
+            let token = try ChangeToken.decode(syncToken, kind: .database, with: self.signer)
+            guard token.databaseID == database.id else { throw CloudError.badRequest("syncToken belongs to another database") }
+            since = token.seq
+        }
+        return try await self.client.reading { connection in
+            let rows = try await connection.query(
+                """
+                SELECT d.change_seq, d.purged_seq, z.zone_name, z.change_seq, z.deleted FROM databases d
+                LEFT JOIN LATERAL (
+                    SELECT zone_name, change_seq, deleted FROM zones
+                    WHERE database_id = d.id AND change_seq > \(since ?? -1) AND (\(since != nil) OR NOT deleted)
+                    ORDER BY change_seq LIMIT \(limit + 1)) z ON true
+                WHERE d.id = \(database.id)
+                """, logger: logger)
+            var head: Int64 = 0
+            var purged: Int64 = 0
+            var zones: [(ZoneChange, Int64)] = []
+            for try await (dbHead, dbPurged, name, seq, deleted) in rows.decode((Int64, Int64, String?, Int64?, Bool?).self) {
+                head = dbHead
+                purged = dbPurged
+                if let name, let seq, let deleted { zones.append((ZoneChange(zoneName: name, deleted: deleted), seq)) }
+            }
+            if let since, since < purged { throw CloudError.changeTokenExpired }
+            // Every zone event has its own sequence number, so a page can end after any zone.
+            let moreComing = zones.count > limit
+            if moreComing { zones.removeLast() }
+            let position = moreComing ? zones.last!.1 : max(head, since ?? 0)
+            let token = ChangeToken(kind: .database, databaseID: database.id, seq: position)
+            return DatabaseChanges(zones: zones.map(\.0), syncToken: token.encode(with: self.signer), moreComing: moreComing)
+        }
+    }
+
+    func resultsLimit(_ requested: Int?) throws -> Int {
+        guard let requested else { return self.limits.maxResultsLimit }
+        guard requested > 0 else { throw CloudError.badRequest("resultsLimit must be at least 1") }
+        return min(requested, self.limits.maxResultsLimit)
+    }
+}

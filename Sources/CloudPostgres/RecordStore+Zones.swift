@@ -1,0 +1,140 @@
+import CloudCore
+import Logging
+import PostgresNIO
+
+/// A live zone with its current change token.
+public struct ZoneInfo: Sendable {
+    public var zoneName: String
+    public var syncToken: String
+}
+
+/// One `zones/modify` operation.
+public enum ZoneOperation: Sendable {
+    case create(String)
+    case delete(String)
+
+    var zoneName: String {
+        switch self {
+        case .create(let name), .delete(let name): name
+        }
+    }
+}
+
+/// The outcome of one zone operation.
+public enum ZoneOutcome: Sendable {
+    case created(ZoneInfo)
+    case deleted(String)
+    case failed(String, CloudError)
+}
+
+extension RecordStore {
+    /// Every live zone of the database with its current token.
+    public func listZones(in database: DatabaseRef, logger: Logger) async throws -> [ZoneInfo] {
+        try await self.lookupZones(nil, in: database, logger: logger).compactMap { $0 }
+    }
+
+    /// The named zones (or all when `names` is nil); `nil` where a zone does not exist.
+    public func lookupZones(_ names: [String]?, in database: DatabaseRef, logger: Logger) async throws -> [ZoneInfo?] {
+        try await self.client.reading { connection in
+            let rows = try await connection.query(
+                """
+                SELECT z.id, z.zone_name, d.change_seq FROM zones z JOIN databases d ON d.id = z.database_id
+                WHERE d.id = \(database.id) AND NOT z.deleted AND (\(names == nil) OR z.zone_name = ANY(\(names ?? [])))
+                ORDER BY z.zone_name = \(defaultZoneName) DESC, z.zone_name
+                """, logger: logger)
+            var found: [String: ZoneInfo] = [:]
+            var order: [String] = []
+            for try await (id, name, head) in rows.decode((Int64, String, Int64).self) {
+                let token = ChangeToken(kind: .zone, databaseID: database.id, zoneID: id, seq: head)
+                found[name] = ZoneInfo(zoneName: name, syncToken: token.encode(with: self.signer))
+                order.append(name)
+            }
+            return (names ?? order).map { found[$0] }
+        }
+    }
+
+    /// Creates and deletes zones in order (private database only); deleting a zone removes its records.
+    public func modifyZones(_ operations: [ZoneOperation], in database: DatabaseRef, logger: Logger) async throws -> [ZoneOutcome] {
+        guard database.scope == .private else {
+            throw CloudError.badRequest("zones can be created and deleted only in the private database")
+        }
+        guard operations.count <= self.limits.maxOperations else {
+            throw CloudError.badRequest("a request may hold at most \(self.limits.maxOperations) operations")
+        }
+        for operation in operations { try FieldName.validate(operation.zoneName, path: "zones/modify", what: "zone name") }
+        return try await self.client.transaction(logger: logger) { connection in
+            var head: Int64 = 0
+            for try await seq in try await connection.query(
+                "SELECT change_seq FROM databases WHERE id = \(database.id) FOR UPDATE", logger: logger
+            ).decode(Int64.self) { head = seq }
+            let now = Self.nowMs()
+            var outcomes: [ZoneOutcome] = []
+            for operation in operations {
+                let name = operation.zoneName
+                if name == defaultZoneName {
+                    outcomes.append(.failed(name, .badRequest("the default zone cannot be created or deleted")))
+                    continue
+                }
+                var existing: Int64?
+                for try await id in try await connection.query(
+                    "SELECT id FROM zones WHERE database_id = \(database.id) AND zone_name = \(name) AND NOT deleted", logger: logger
+                ).decode(Int64.self) { existing = id }
+                switch operation {
+                case .create:
+                    if let existing {
+                        // Creating a zone that exists succeeds, as in CloudKit: clients create zones on every launch.
+                        let token = ChangeToken(kind: .zone, databaseID: database.id, zoneID: existing, seq: head)
+                        outcomes.append(.created(ZoneInfo(zoneName: name, syncToken: token.encode(with: self.signer))))
+                        continue
+                    }
+                    head += 1
+                    var newID: Int64 = 0
+                    for try await id in try await connection.query(
+                        "INSERT INTO zones (database_id, zone_name, change_seq, modified_ms) VALUES (\(database.id), \(name), \(head), \(now)) RETURNING id",
+                        logger: logger
+                    ).decode(Int64.self) { newID = id }
+                    let token = ChangeToken(kind: .zone, databaseID: database.id, zoneID: newID, seq: head)
+                    outcomes.append(.created(ZoneInfo(zoneName: name, syncToken: token.encode(with: self.signer))))
+                case .delete:
+                    guard let existing else {
+                        outcomes.append(.failed(name, CloudError(.zoneNotFound, "zone \(name) does not exist")))
+                        continue
+                    }
+                    head += 1
+                    try await connection.query("DELETE FROM records WHERE zone_id = \(existing)", logger: logger)
+                    try await connection.query(
+                        "UPDATE zones SET deleted = true, change_seq = \(head), modified_ms = \(now) WHERE id = \(existing)", logger: logger)
+                    outcomes.append(.deleted(name))
+                }
+            }
+            try await connection.query("UPDATE databases SET change_seq = \(head) WHERE id = \(database.id)", logger: logger)
+            return outcomes
+        }
+    }
+
+    /// Removes record and zone tombstones older than `cutoffMs` and raises the purge horizons, so tokens from
+    /// before a removed tombstone get CHANGE_TOKEN_EXPIRED instead of a delta that silently lacks the deletion.
+    public func purgeTombstones(olderThanMs cutoffMs: Int64, logger: Logger) async throws -> (records: Int, zones: Int) {
+        try await self.client.transaction(logger: logger) { connection in
+            var records = 0
+            for try await count in try await connection.query(
+                """
+                WITH purged AS (DELETE FROM records WHERE deleted AND modified_ms < \(cutoffMs) RETURNING zone_id, change_seq),
+                horizon AS (SELECT zone_id, max(change_seq) AS seq, count(*) AS n FROM purged GROUP BY zone_id),
+                raised AS (UPDATE zones z SET purged_seq = greatest(z.purged_seq, h.seq) FROM horizon h WHERE z.id = h.zone_id RETURNING 1)
+                SELECT coalesce(sum(n), 0)::int8 FROM horizon
+                """, logger: logger
+            ).decode(Int64.self) { records = Int(count) }
+            var zones = 0
+            for try await count in try await connection.query(
+                """
+                WITH purged AS (DELETE FROM zones WHERE deleted AND modified_ms < \(cutoffMs) RETURNING database_id, change_seq),
+                horizon AS (SELECT database_id, max(change_seq) AS seq, count(*) AS n FROM purged GROUP BY database_id),
+                raised AS (UPDATE databases d SET purged_seq = greatest(d.purged_seq, h.seq) FROM horizon h WHERE d.id = h.database_id RETURNING 1)
+                SELECT coalesce(sum(n), 0)::int8 FROM horizon
+                """, logger: logger
+            ).decode(Int64.self) { zones = Int(count) }
+            return (records, zones)
+        }
+    }
+}

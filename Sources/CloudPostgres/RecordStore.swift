@@ -1,0 +1,285 @@
+import CloudCore
+import Foundation
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// A resolved CloudKit database: one container × environment × scope (× owner account for private).
+public struct DatabaseRef: Sendable, Hashable {
+    public var id: Int64
+    public var scope: DatabaseScope
+    /// The zones' `ownerRecordName`: the account's user record name, `_defaultOwner` for the public database.
+    public var ownerRecordName: String
+}
+
+/// Limits that apply to writes.
+public struct RecordLimits: Sendable {
+    public var maxOperations = 200
+    public var maxRecordBytes = 1_000_000
+    public var maxResultsLimit = 200
+    public init() {}
+}
+
+/// The result of `records/modify`.
+public struct ModifyResult: Sendable {
+    public var outcomes: [OperationOutcome]
+    /// True when the batch was atomic and failed: nothing was written.
+    public var atomicFailed: Bool
+}
+
+/// Owns every line of SQL about databases, zones and records. Each write is one transaction that first locks
+/// the database's row, so change sequence numbers are assigned and committed in a single order (docs/SYNC.md).
+public final class RecordStore: Sendable {
+    let client: PostgresClient
+    public let signer: TokenSigner
+    public let limits: RecordLimits
+    private let databaseIDs = Mutex<[DatabaseKey: Int64]>([:])
+
+    struct DatabaseKey: Hashable {
+        var container: String
+        var environment: String
+        var scope: DatabaseScope
+        var ownerAccountID: Int64?
+    }
+
+    public init(client: PostgresClient, signer: TokenSigner, limits: RecordLimits = RecordLimits()) {
+        self.client = client
+        self.signer = signer
+        self.limits = limits
+    }
+
+    /// The columns `snapshot(from:)` decodes, with the fields expression limited to `desiredKeys`.
+    static func recordColumns(_ builder: inout SQLBuilder, alias: String = "r", desiredKeys: [String]?) -> String {
+        let fields: String
+        if let desiredKeys {
+            let keys = builder.bind(desiredKeys)
+            fields = "(SELECT coalesce(jsonb_object_agg(key, value), '{}'::jsonb) FROM jsonb_each(\(alias).fields) WHERE key = ANY(\(keys)::text[]))::text"
+        } else {
+            fields = "\(alias).fields::text"
+        }
+        return ["record_name", "record_type", "change_seq", "deleted"].map { "\(alias).\($0)" }.joined(separator: ", ")
+            + ", \(fields), "
+            + ["created_ms", "created_by", "created_device", "modified_ms", "modified_by", "modified_device"].map { "\(alias).\($0)" }.joined(separator: ", ")
+    }
+
+    typealias RecordColumns = (String, String, Int64, Bool, String, Int64, String, String, Int64, String, String)
+
+    static func snapshot(_ c: RecordColumns) -> RecordSnapshot {
+        RecordSnapshot(
+            recordName: c.0, recordType: c.1, changeSeq: c.2, deleted: c.3, fieldsJSON: c.4,
+            created: ChangeStamp(timestamp: c.5, userRecordName: c.6, deviceID: c.7),
+            modified: ChangeStamp(timestamp: c.8, userRecordName: c.9, deviceID: c.10))
+    }
+
+    // MARK: Databases and zones
+
+    /// Finds or creates the database (and its default zone) for a container, environment, scope and owner.
+    public func database(
+        container: String, environment: String, scope: DatabaseScope, owner: Account?, logger: Logger
+    ) async throws -> DatabaseRef {
+        let key = DatabaseKey(container: container, environment: environment, scope: scope, ownerAccountID: owner?.id)
+        let ownerName = owner?.userRecordName ?? "_defaultOwner"
+        if let id = self.databaseIDs.withLock({ $0[key] }) {
+            return DatabaseRef(id: id, scope: scope, ownerRecordName: ownerName)
+        }
+        let id = try await self.client.transaction(logger: logger) { connection -> Int64 in
+            let inserted = try await connection.query(
+                """
+                INSERT INTO databases (container, environment, scope, owner_account_id)
+                VALUES (\(container), \(environment), \(scope.rawValue), \(owner?.id))
+                ON CONFLICT (container, environment, scope, owner_account_id) DO NOTHING RETURNING id
+                """, logger: logger)
+            for try await id in inserted.decode(Int64.self) {
+                try await connection.query(
+                    "INSERT INTO zones (database_id, zone_name, change_seq, modified_ms) VALUES (\(id), \(defaultZoneName), 0, \(Self.nowMs()))",
+                    logger: logger)
+                return id
+            }
+            let existing = try await connection.query(
+                """
+                SELECT id FROM databases WHERE container = \(container) AND environment = \(environment)
+                AND scope = \(scope.rawValue) AND owner_account_id IS NOT DISTINCT FROM \(owner?.id)
+                """, logger: logger)
+            for try await id in existing.decode(Int64.self) { return id }
+            throw CloudError(.internalError, "database row vanished")
+        }
+        self.databaseIDs.withLock { $0[key] = id }
+        return DatabaseRef(id: id, scope: scope, ownerRecordName: ownerName)
+    }
+
+    /// The live zone's internal id, or ZONE_NOT_FOUND.
+    func zoneID(named name: String, in database: DatabaseRef, on connection: PostgresConnection, logger: Logger) async throws -> Int64 {
+        let rows = try await connection.query(
+            "SELECT id FROM zones WHERE database_id = \(database.id) AND zone_name = \(name) AND NOT deleted", logger: logger)
+        for try await id in rows.decode(Int64.self) { return id }
+        throw CloudError(.zoneNotFound, "zone \(name) does not exist")
+    }
+
+    static func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    // MARK: records/modify
+
+    /// Applies a batch of operations in one transaction. `atomic` (custom zones only) makes it all or nothing.
+    public func modify(
+        _ operations: [RecordOperation], zoneName: String, atomic requestedAtomic: Bool?, in database: DatabaseRef,
+        stamp: ChangeStamp, logger: Logger
+    ) async throws -> ModifyResult {
+        guard operations.count <= self.limits.maxOperations else {
+            throw CloudError.badRequest("a request may hold at most \(self.limits.maxOperations) operations; this one has \(operations.count): split it")
+        }
+        let atomic = zoneName != defaultZoneName && (requestedAtomic ?? true)
+        let limits = self.limits
+        return try await self.client.transaction(logger: logger) { connection in
+            // The lock that orders all writes of this database (see docs/SYNC.md).
+            var head: Int64 = 0
+            for try await seq in try await connection.query(
+                "SELECT change_seq FROM databases WHERE id = \(database.id) FOR UPDATE", logger: logger
+            ).decode(Int64.self) { head = seq }
+            let zoneID = try await self.zoneID(named: zoneName, in: database, on: connection, logger: logger)
+
+            let existing = try await Self.loadRecords(operations.map(\.recordName), zoneID: zoneID, on: connection, logger: logger)
+            var plan = try ModificationPlan(
+                operations: operations, existing: existing, firstSeq: head + 1, stamp: stamp,
+                maxRecordBytes: limits.maxRecordBytes)
+            try await Self.checkValidatedReferences(&plan, existing: existing, zoneID: zoneID, on: connection, logger: logger)
+
+            if atomic, plan.outcomes.contains(where: \.isFailure) {
+                let outcomes = plan.outcomes.map { outcome -> OperationOutcome in
+                    switch outcome {
+                    case .failed: return outcome
+                    case .saved(let record): return .failed(recordName: record.recordName, error: .atomicFailure, serverRecord: nil)
+                    case .deleted(let name, _): return .failed(recordName: name, error: .atomicFailure, serverRecord: nil)
+                    }
+                }
+                return ModifyResult(outcomes: outcomes, atomicFailed: true)
+            }
+            var writes = plan.writes
+            var lastSeq = plan.lastSeq
+            try await Self.cascadeDeletes(&writes, lastSeq: &lastSeq, zoneID: zoneID, stamp: stamp, on: connection, logger: logger)
+            if !writes.isEmpty {
+                try await Self.store(writes, zoneID: zoneID, on: connection, logger: logger)
+                try await connection.query("UPDATE databases SET change_seq = \(lastSeq) WHERE id = \(database.id)", logger: logger)
+                try await connection.query(
+                    "UPDATE zones SET change_seq = \(lastSeq), modified_ms = \(stamp.timestamp) WHERE id = \(zoneID)", logger: logger)
+            }
+            return ModifyResult(outcomes: plan.outcomes, atomicFailed: false)
+        }
+    }
+
+    static func loadRecords(_ names: [String], zoneID: Int64, on connection: PostgresConnection, logger: Logger) async throws -> [String: Record] {
+        var builder = SQLBuilder()
+        let columns = Self.recordColumns(&builder, desiredKeys: nil)
+        builder.append("SELECT \(columns) FROM records r WHERE r.zone_id = \(builder.bind(zoneID)) AND r.record_name = ANY(\(builder.bind(names)))")
+        var records: [String: Record] = [:]
+        for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {
+            let snapshot = Self.snapshot(columns)
+            let stored = try JSONValue.parse(Array(snapshot.fieldsJSON.utf8)).objectValue ?? [:]
+            records[snapshot.recordName] = Record(
+                recordName: snapshot.recordName, recordType: snapshot.recordType, changeSeq: snapshot.changeSeq,
+                deleted: snapshot.deleted, fields: stored.compactMapValues(FieldValue.init(stored:)),
+                created: snapshot.created, modified: snapshot.modified)
+        }
+        return records
+    }
+
+    /// Fails saves whose VALIDATE references point at a record that will not exist after the batch.
+    static func checkValidatedReferences(
+        _ plan: inout ModificationPlan, existing: [String: Record], zoneID: Int64, on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        let saved = plan.writes.filter { !$0.deleted }
+        let targets = Set(saved.flatMap { Reference.all(in: $0.fields).filter { $0.action == .validate }.map(\.recordName) })
+        guard !targets.isEmpty else { return }
+        let batchLive = Set(saved.map(\.recordName))
+        let batchDeleted = Set(plan.writes.filter(\.deleted).map(\.recordName))
+        var live = Set<String>()
+        let outside = Array(targets.subtracting(batchLive).subtracting(batchDeleted))
+        if !outside.isEmpty {
+            for try await name in try await connection.query(
+                "SELECT record_name FROM records WHERE zone_id = \(zoneID) AND NOT deleted AND record_name = ANY(\(outside))",
+                logger: logger
+            ).decode(String.self) { live.insert(name) }
+        }
+        live.formUnion(batchLive)
+        var failed = Set<String>()
+        for record in saved {
+            if let missing = Reference.all(in: record.fields).first(where: { $0.action == .validate && !live.contains($0.recordName) }) {
+                failed.insert(record.recordName)
+                let index = plan.outcomes.firstIndex { if case .saved(let r) = $0 { r.recordName == record.recordName } else { false } }!
+                plan.outcomes[index] = .failed(
+                    recordName: record.recordName,
+                    error: CloudError(.validatingReferenceError, "VALIDATE reference to \(missing.recordName), which does not exist in this zone"),
+                    serverRecord: nil)
+            }
+        }
+        plan.writes.removeAll { failed.contains($0.recordName) }
+    }
+
+    /// Deletes (tombstones) every live record with a DELETE_SELF reference to a record deleted here, transitively.
+    static func cascadeDeletes(
+        _ writes: inout [Record], lastSeq: inout Int64, zoneID: Int64, stamp: ChangeStamp, on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        var deleted = writes.filter(\.deleted).map(\.recordName)
+        var touched = Set(writes.map(\.recordName))
+        while !deleted.isEmpty {
+            var builder = SQLBuilder()
+            let columns = Self.recordColumns(&builder, desiredKeys: [])
+            builder.append(
+                "SELECT \(columns) FROM records r WHERE r.zone_id = \(builder.bind(zoneID)) AND NOT r.deleted AND r.cascade_refs && \(builder.bind(deleted))::text[]")
+            var next: [String] = []
+            for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {
+                let snapshot = Self.snapshot(columns)
+                guard touched.insert(snapshot.recordName).inserted else { continue }
+                lastSeq += 1
+                writes.append(Record(
+                    recordName: snapshot.recordName, recordType: snapshot.recordType, changeSeq: lastSeq, deleted: true,
+                    fields: [:], created: snapshot.created, modified: stamp))
+                next.append(snapshot.recordName)
+            }
+            deleted = next
+        }
+    }
+
+    /// Upserts record versions with one statement.
+    static func store(_ writes: [Record], zoneID: Int64, on connection: PostgresConnection, logger: Logger) async throws {
+        let cascadeRefs = writes.map { record in
+            JSONWriter.encode(.array(Reference.all(in: record.fields).filter { $0.action == .deleteSelf }.map { .string($0.recordName) }))
+        }
+        try await connection.query(
+            """
+            INSERT INTO records (zone_id, record_name, record_type, change_seq, deleted, fields, cascade_refs,
+                created_ms, created_by, created_device, modified_ms, modified_by, modified_device)
+            SELECT \(zoneID), u.name, u.type, u.seq, u.deleted, u.fields::jsonb,
+                ARRAY(SELECT jsonb_array_elements_text(u.refs::jsonb)), u.cms, u.cby, u.cdev, u.mms, u.mby, u.mdev
+            FROM unnest(\(writes.map(\.recordName))::text[], \(writes.map(\.recordType))::text[], \(writes.map(\.changeSeq))::int8[],
+                \(writes.map(\.deleted))::bool[], \(writes.map { JSONWriter.encode($0.fieldsJSON) })::text[], \(cascadeRefs)::text[],
+                \(writes.map(\.created.timestamp))::int8[], \(writes.map(\.created.userRecordName))::text[], \(writes.map(\.created.deviceID))::text[],
+                \(writes.map(\.modified.timestamp))::int8[], \(writes.map(\.modified.userRecordName))::text[], \(writes.map(\.modified.deviceID))::text[])
+                AS u(name, type, seq, deleted, fields, refs, cms, cby, cdev, mms, mby, mdev)
+            ON CONFLICT (zone_id, record_name) DO UPDATE SET
+                record_type = EXCLUDED.record_type, change_seq = EXCLUDED.change_seq, deleted = EXCLUDED.deleted,
+                fields = EXCLUDED.fields, cascade_refs = EXCLUDED.cascade_refs, created_ms = EXCLUDED.created_ms,
+                created_by = EXCLUDED.created_by, created_device = EXCLUDED.created_device, modified_ms = EXCLUDED.modified_ms,
+                modified_by = EXCLUDED.modified_by, modified_device = EXCLUDED.modified_device
+            """, logger: logger)
+    }
+
+    // MARK: records/lookup
+
+    /// The live records with these names, in request order; `nil` for a name that does not exist.
+    public func lookup(
+        _ names: [String], zoneName: String, desiredKeys: [String]?, in database: DatabaseRef, logger: Logger
+    ) async throws -> [RecordSnapshot?] {
+        try await self.client.reading { connection in
+            let zoneID = try await self.zoneID(named: zoneName, in: database, on: connection, logger: logger)
+            var builder = SQLBuilder()
+            let columns = Self.recordColumns(&builder, desiredKeys: desiredKeys)
+            builder.append(
+                "SELECT \(columns) FROM records r WHERE r.zone_id = \(builder.bind(zoneID)) AND NOT r.deleted AND r.record_name = ANY(\(builder.bind(names)))")
+            var found: [String: RecordSnapshot] = [:]
+            for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {
+                found[columns.0] = Self.snapshot(columns)
+            }
+            return names.map { found[$0] }
+        }
+    }
+}

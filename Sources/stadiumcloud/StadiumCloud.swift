@@ -1,0 +1,187 @@
+import ArgumentParser
+import CloudCore
+import CloudHTTP
+import CloudPostgres
+import Foundation
+import Logging
+import Metrics
+import PostgresNIO
+import Prometheus
+
+@main
+struct StadiumCloud: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stadiumcloud",
+        abstract: "A CloudKit Web Services-compatible sync server on PostgreSQL.",
+        subcommands: [Serve.self, Migrate.self, Accounts.self, Tokens.self, Tombstones.self])
+}
+
+/// Options every command that talks to the database shares.
+struct DatabaseOptions: ParsableArguments {
+    @Option(name: .customLong("database-url"), help: "postgres://user:password@host:port/database (env STADIUMCLOUD_DATABASE_URL or DATABASE_URL)")
+    var databaseURL: String?
+
+    @Option(help: "Folder of NNNN_name.sql migrations.")
+    var migrations = "migrations"
+
+    @Option(help: "trace, debug, info, notice, warning, error or critical (env LOG_LEVEL).")
+    var logLevel: String?
+
+    var logger: Logger {
+        var logger = Logger(label: "stadiumcloud")
+        logger.logLevel = (self.logLevel ?? ProcessInfo.processInfo.environment["LOG_LEVEL"]).flatMap(Logger.Level.init(rawValue:)) ?? .info
+        return logger
+    }
+
+    func url() throws -> DatabaseURL {
+        let environment = ProcessInfo.processInfo.environment
+        guard let text = self.databaseURL ?? environment["STADIUMCLOUD_DATABASE_URL"] ?? environment["DATABASE_URL"] else {
+            throw ValidationError("no database: pass --database-url or set STADIUMCLOUD_DATABASE_URL (scripts/run starts a local PostgreSQL)")
+        }
+        return try DatabaseURL(text)
+    }
+
+    /// Runs `body` with a running PostgreSQL client, shut down afterwards.
+    func withClient<Result: Sendable>(_ body: @Sendable (PostgresClient, Logger) async throws -> Result) async throws -> Result {
+        let logger = self.logger
+        let client = PostgresClient(configuration: try self.url().clientConfiguration(), backgroundLogger: logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            return try await body(client, logger)
+        }
+    }
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Serve the CloudKit Web Services API.")
+
+    @OptionGroup var database: DatabaseOptions
+    @Option(help: "Address to listen on.") var host = "127.0.0.1"
+    @Option(help: "Port to listen on.") var port = 8080
+    @Flag(help: "Apply pending migrations before serving (otherwise pending migrations stop the server).") var migrate = false
+    @Option(help: "Days deletions stay in deltas before tombstones are purged.") var tombstoneRetentionDays = 30
+    @Option(help: "Seconds between tombstone purges.") var purgeIntervalSeconds = 3600
+
+    func run() async throws {
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        let migrations = try Migration.load(from: self.database.migrations)
+        var configuration = ServerConfiguration()
+        configuration.host = self.host
+        configuration.port = self.port
+        configuration.tombstoneRetention = .seconds(self.tombstoneRetentionDays * 24 * 3600)
+        configuration.purgeInterval = .seconds(self.purgeIntervalSeconds)
+        try await self.database.withClient { [configuration] client, logger in
+            let migrator = Migrator(client: client, migrations: migrations, logger: logger)
+            if self.migrate {
+                try await migrator.migrate()
+            } else if case let pending = try await migrator.pending(), !pending.isEmpty {
+                throw ValidationError(
+                    "\(pending.count) pending migration(s) (\(pending.map { "\($0.version)_\($0.name)" }.joined(separator: ", "))): run `stadiumcloud migrate up` or pass --migrate")
+            }
+            let dependencies = try await ServerDependencies(client: client, migrations: migrations, metrics: registry, limits: configuration.limits, logger: logger)
+            let app = buildApplication(configuration: configuration, dependencies: dependencies, logger: logger)
+            try await app.runService()
+        }
+    }
+}
+
+struct Migrate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Apply or list schema migrations.", subcommands: [Up.self, Status.self])
+
+    struct Up: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Apply every pending migration, in order.")
+        @OptionGroup var database: DatabaseOptions
+
+        func run() async throws {
+            let migrations = try Migration.load(from: self.database.migrations)
+            let applied = try await self.database.withClient { client, logger in
+                try await Migrator(client: client, migrations: migrations, logger: logger).migrate()
+            }
+            print(applied.isEmpty ? "Database is up to date." : "Applied migrations \(applied.map(String.init).joined(separator: ", ")).")
+        }
+    }
+
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List migrations and whether each is applied.")
+        @OptionGroup var database: DatabaseOptions
+
+        func run() async throws {
+            let migrations = try Migration.load(from: self.database.migrations)
+            let statuses = try await self.database.withClient { client, logger in
+                try await Migrator(client: client, migrations: migrations, logger: logger).status()
+            }
+            for status in statuses { print(String(format: "%04d", status.version), status.name, status.state.rawValue) }
+        }
+    }
+}
+
+struct Accounts: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Manage accounts.", subcommands: [Create.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create an account; prints its user record name and a web auth token.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument(help: "A unique account name.") var name: String
+
+        func run() async throws {
+            let (account, token) = try await self.database.withClient { client, logger in
+                try await CredentialStore(client: client).createAccount(name: self.name, logger: logger)
+            }
+            print("userRecordName: \(account.userRecordName)")
+            print("ckWebAuthToken: \(token)")
+        }
+    }
+}
+
+struct Tokens: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Manage container API tokens.", subcommands: [Create.self, Revoke.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create a container API token (ckAPIToken); printed once.")
+        @OptionGroup var database: DatabaseOptions
+        @Flag(help: "An operator token, which may also write the public database.") var `operator` = false
+        @Option(help: "A note on what the token is for.") var label: String?
+
+        func run() async throws {
+            let token = try await self.database.withClient { client, logger in
+                try await CredentialStore(client: client).createAPIToken(role: self.operator ? .operator : .client, label: self.label, logger: logger)
+            }
+            print(token)
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Revoke an API or web auth token.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var token: String
+
+        func run() async throws {
+            let revoked = try await self.database.withClient { client, logger in
+                try await CredentialStore(client: client).revoke(token: self.token, logger: logger)
+            }
+            guard revoked else { throw ValidationError("no live token matches") }
+            print("Revoked.")
+        }
+    }
+}
+
+struct Tombstones: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Manage deletion tombstones.", subcommands: [Purge.self])
+
+    struct Purge: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Purge tombstones older than the retention now.")
+        @OptionGroup var database: DatabaseOptions
+        @Option(help: "Keep tombstones younger than this many days.") var olderThanDays = 30
+
+        func run() async throws {
+            let cutoff = Int64(Date().timeIntervalSince1970 * 1000) - Int64(self.olderThanDays) * 86_400_000
+            let purged = try await self.database.withClient { client, logger in
+                let key = try await CredentialStore(client: client).tokenSigningKey(logger: logger)
+                return try await RecordStore(client: client, signer: TokenSigner(key: key)).purgeTombstones(olderThanMs: cutoff, logger: logger)
+            }
+            print("Purged \(purged.records) record and \(purged.zones) zone tombstones.")
+        }
+    }
+}

@@ -1,0 +1,57 @@
+# Shared by scripts/run and scripts/test: install PostgreSQL 15 when missing and run a throwaway cluster on a
+# loopback port. Source it, then call pg_start DATA_DIR PORT and pg_stop DATA_DIR.
+
+pg_bin_dir() {
+    ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1
+}
+
+# Installs what the project needs from apt when it is missing (a fresh machine has nothing installed by hand).
+ensure_packages() {
+    local missing=()
+    [ -n "$(pg_bin_dir)" ] || missing+=(postgresql)
+    command -v psql >/dev/null 2>&1 || missing+=(postgresql-client)
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "Installing ${missing[*]} from apt…" >&2
+        local sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo="sudo"
+        $sudo apt-get update -qq >&2
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
+    fi
+    command -v swift >/dev/null 2>&1 || { echo "swift is not on PATH: install Swift 6 (https://swift.org/install)" >&2; exit 1; }
+}
+
+# Runs a PostgreSQL binary as the user that owns the cluster (initdb refuses to run as root).
+pg_as_owner() {
+    if [ "$(id -u)" -eq 0 ]; then
+        runuser -u postgres -- "$@"
+    else
+        "$@"
+    fi
+}
+
+# pg_start DATA_DIR PORT: creates the cluster when DATA_DIR is empty, then starts it on 127.0.0.1:PORT.
+pg_start() {
+    local data="$1" port="$2" bin
+    bin="$(pg_bin_dir)"
+    mkdir -p "$data"
+    if [ "$(id -u)" -eq 0 ]; then chown postgres:postgres "$data"; chmod 700 "$data"; fi
+    if [ ! -f "$data/PG_VERSION" ]; then
+        pg_as_owner "$bin/initdb" -D "$data" -U postgres -A trust -N --no-locale -E UTF8 >/dev/null
+    fi
+    # Throwaway settings: no fsync, loopback only, socket inside the data folder.
+    pg_as_owner "$bin/pg_ctl" -D "$data" -l "$data/server.log" -w -t 30 start -o \
+        "-p $port -c listen_addresses=127.0.0.1 -k $data -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" >/dev/null \
+        || { cat "$data/server.log" >&2; return 1; }
+}
+
+pg_stop() {
+    local data="$1"
+    [ -f "$data/postmaster.pid" ] && pg_as_owner "$(pg_bin_dir)/pg_ctl" -D "$data" -m fast -w stop >/dev/null 2>&1 || true
+}
+
+# A free TCP port on 127.0.0.1 from PREFERRED upwards.
+free_port() {
+    local port="$1"
+    while (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
+    echo "$port"
+}
