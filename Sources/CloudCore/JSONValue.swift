@@ -24,6 +24,12 @@ public enum JSONValue: Sendable, Hashable {
         return nil
     }
 
+    /// The element at `index` of an array, `nil` when out of range or not an array.
+    public subscript(index: Int) -> JSONValue? {
+        if case .array(let array) = self, array.indices.contains(index) { return array[index] }
+        return nil
+    }
+
     public var objectValue: [String: JSONValue]? {
         if case .object(let object) = self { return object }
         return nil

@@ -1,5 +1,6 @@
 import CloudCore
 import CloudPostgres
+import Foundation
 import Hummingbird
 import Logging
 import PostgresNIO
@@ -93,22 +94,19 @@ struct TombstonePurgeService: Service {
     let logger: Logger
 
     func run() async throws {
-        while !Task.isCancelled {
-            try? await Task.sleep(for: self.interval)
-            guard !Task.isCancelled else { break }
-            let cutoff = RecordStoreClock.nowMs() - Int64(self.retention.components.seconds * 1000)
-            do {
-                let purged = try await self.records.purgeTombstones(olderThanMs: cutoff, logger: self.logger)
-                self.logger.info("purged tombstones", metadata: ["records": "\(purged.records)", "zones": "\(purged.zones)"])
-            } catch {
-                self.logger.error("tombstone purge failed: \(String(reflecting: error))")
+        // Graceful shutdown cancels the wait between purges; a purge in progress rolls back as a whole.
+        try? await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                try await Task.sleep(for: self.interval)
+                let cutoff = Int64(Date().timeIntervalSince1970 * 1000) - Int64(self.retention.components.seconds * 1000)
+                do {
+                    let purged = try await self.records.purgeTombstones(olderThanMs: cutoff, logger: self.logger)
+                    self.logger.info("purged tombstones", metadata: ["records": "\(purged.records)", "zones": "\(purged.zones)"])
+                } catch {
+                    self.logger.error("tombstone purge failed: \(String(reflecting: error))")
+                }
             }
         }
     }
 }
 
-enum RecordStoreClock {
-    static func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
-}
-
-import Foundation

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PostgresNIO
 
 /// A `postgres://user:password@host:port/database` URL turned into a PostgresNIO client configuration.
@@ -45,4 +46,17 @@ public struct DatabaseURL: Sendable, CustomStringConvertible {
 public struct ConfigurationError: Error, CustomStringConvertible {
     public var description: String
     public init(_ description: String) { self.description = description }
+}
+
+/// Runs `body` with a running PostgreSQL client for `url`, and shuts the client down afterwards.
+@discardableResult
+public func withPostgresClient<Result: Sendable>(
+    _ url: DatabaseURL, maximumConnections: Int = 20, logger: Logger, _ body: (PostgresClient) async throws -> Result
+) async throws -> Result {
+    let client = PostgresClient(configuration: url.clientConfiguration(maximumConnections: maximumConnections), backgroundLogger: logger)
+    return try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { await client.run() }
+        defer { group.cancelAll() }
+        return try await body(client)
+    }
 }

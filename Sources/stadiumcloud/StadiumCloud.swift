@@ -42,14 +42,9 @@ struct DatabaseOptions: ParsableArguments {
     }
 
     /// Runs `body` with a running PostgreSQL client, shut down afterwards.
-    func withClient<Result: Sendable>(_ body: @Sendable (PostgresClient, Logger) async throws -> Result) async throws -> Result {
+    func withClient<Result: Sendable>(_ body: (PostgresClient, Logger) async throws -> Result) async throws -> Result {
         let logger = self.logger
-        let client = PostgresClient(configuration: try self.url().clientConfiguration(), backgroundLogger: logger)
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
-            return try await body(client, logger)
-        }
+        return try await withPostgresClient(try self.url(), logger: logger) { client in try await body(client, logger) }
     }
 }
 

@@ -1,0 +1,146 @@
+import CloudCore
+import Foundation
+import Testing
+
+@Suite struct ChangesTests {
+    /// Pulls a zone from `token` until moreComing is false; returns the records seen and the final token.
+    static func pull(_ server: TestServer, zone: String = "_defaultZone", from token: String? = nil, limit: Int = 200, as account: TestAccount? = nil, database: String = "private") async throws -> (records: [JSONValue], token: String) {
+        var token = token
+        var records: [JSONValue] = []
+        while true {
+            var entry: [String: JSONValue] = ["zoneID": ["zoneName": .string(zone)], "resultsLimit": .int(Int64(limit))]
+            if let token { entry["syncToken"] = .string(token) }
+            let reply = try await server.call("changes/zone", ["zones": [.object(entry)]], database: database, as: account ?? (database == "private" ? server.alice : nil))
+            let result = try #require(reply.json["zones"]?[0])
+            guard let next = result["syncToken"]?.stringValue else {
+                throw CloudError(ServerErrorCode(rawValue: result["serverErrorCode"]?.stringValue ?? "") ?? .internalError, result["reason"]?.stringValue ?? "")
+            }
+            records += result["records"]?.arrayValue ?? []
+            token = next
+            if result["moreComing"] != true { return (records, next) }
+        }
+    }
+
+    @Test func pagesDeliverEveryChangeOnceAndTombstonesAfterTheFirstSync() async throws {
+        try await TestServer.run { server in
+            try await server.modify((0..<25).map { Op.create("r\($0)", ["n": .int(Int64($0))]) })
+            let first = try await Self.pull(server, limit: 7)
+            #expect(first.records.count == 25)
+            #expect(Set(first.records.compactMap { $0["recordName"]?.stringValue }).count == 25)
+
+            try await server.modify([Op.typed("forceDelete", "r3"), Op.typed("forceUpdate", "r4", fields: ["n": ["value": 40]])])
+            let delta = try await Self.pull(server, from: first.token, limit: 1)
+            #expect(delta.records.map { $0["recordName"]?.stringValue } == ["r3", "r4"])
+            #expect(delta.records[0]["deleted"] == true)
+            #expect(delta.records[0]["recordType"] == "Visit")
+            #expect(delta.records[1]["fields"]?["n"]?["value"] == 40)
+
+            let empty = try await Self.pull(server, from: delta.token)
+            #expect(empty.records.isEmpty)
+            // A fresh sync skips tombstones: the client never had those records.
+            let fresh = try await Self.pull(server)
+            #expect(fresh.records.count == 24)
+        }
+    }
+
+    @Test func legacyRecordsChangesEndpointPages() async throws {
+        try await TestServer.run { server in
+            try await server.modify((0..<5).map { Op.create("r\($0)") })
+            let reply = try await server.call("records/changes", ["zoneID": ["zoneName": "_defaultZone"], "resultsLimit": 3], as: server.alice)
+            #expect(reply.records.count == 3)
+            #expect(reply.json["moreComing"] == true)
+            let next = try await server.call("records/changes", ["zoneID": ["zoneName": "_defaultZone"], "syncToken": reply.json["syncToken"]!], as: server.alice)
+            #expect(next.records.count == 2)
+            #expect(next.json["moreComing"] == false)
+        }
+    }
+
+    @Test func tokensOfAnotherZoneAccountOrTamperedAreRejected() async throws {
+        try await TestServer.run { server in
+            try await server.call("zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Other"]]]]], as: server.alice)
+            let alice = try await Self.pull(server)
+            await #expect(throws: CloudError(.badRequest, "syncToken belongs to another zone")) {
+                _ = try await Self.pull(server, zone: "Other", from: alice.token)
+            }
+            await #expect(throws: CloudError(.badRequest, "syncToken belongs to another database")) {
+                _ = try await Self.pull(server, from: alice.token, as: server.bob)
+            }
+            var tampered = Array(alice.token)
+            tampered[5] = tampered[5] == "A" ? "B" : "A"
+            await #expect(throws: CloudError.self) { _ = try await Self.pull(server, from: String(tampered)) }
+            let databaseToken = try await server.call("changes/database", [:], as: server.alice).json["syncToken"]!.stringValue!
+            await #expect(throws: CloudError.self) { _ = try await Self.pull(server, from: databaseToken) }
+        }
+    }
+
+    @Test func purgedTombstonesExpireOlderTokensWith410() async throws {
+        try await TestServer.run { server in
+            try await server.modify([Op.create("a"), Op.create("b")])
+            let before = try await Self.pull(server)
+            try await server.modify([Op.typed("forceDelete", "a")])
+            let afterDelete = try await Self.pull(server, from: before.token)
+            let purged = try await server.dependencies.records.purgeTombstones(olderThanMs: Int64(Date().timeIntervalSince1970 * 1000) + 1000, logger: TestDatabase.logger)
+            #expect(purged.records == 1)
+
+            let reply = try await server.call("records/changes", ["zoneID": ["zoneName": "_defaultZone"], "syncToken": .string(before.token)], as: server.alice)
+            #expect(reply.status == 410)
+            #expect(reply.errorCode == "CHANGE_TOKEN_EXPIRED")
+            #expect(reply.json["reason"] == "client knowledge differs from server knowledge")
+            let zoneReply = try await server.call("changes/zone", ["zones": [["zoneID": ["zoneName": "_defaultZone"], "syncToken": .string(before.token)]]], as: server.alice)
+            #expect(zoneReply.status == 200)
+            #expect(zoneReply.json["zones"]?[0]?["serverErrorCode"] == "CHANGE_TOKEN_EXPIRED")
+            // A token taken after the deletion is still good, and so is starting over.
+            #expect(try await Self.pull(server, from: afterDelete.token).records.isEmpty)
+            #expect(try await Self.pull(server).records.count == 1)
+        }
+    }
+
+    @Test func zonesAndDatabaseChanges() async throws {
+        try await TestServer.run { server in
+            let initial = try await server.call("changes/database", [:], as: server.alice)
+            #expect(initial.json["zones"]?.arrayValue?.compactMap { $0["zoneID"]?["zoneName"]?.stringValue } == ["_defaultZone"])
+            let token = try #require(initial.json["syncToken"]?.stringValue)
+
+            let created = try await server.call("zones/modify", ["operations": [
+                ["operationType": "create", "zone": ["zoneID": ["zoneName": "Visits"]]],
+                ["operationType": "create", "zone": ["zoneID": ["zoneName": "Photos"]]],
+            ]], as: server.alice)
+            #expect(created.json["zones"]?.arrayValue?.count == 2)
+            #expect(created.json["zones"]?[0]?["syncToken"] != nil)
+            try await server.modify([Op.create("v")], zone: "Visits")
+
+            let changed = try await server.call("changes/database", ["syncToken": .string(token)], as: server.alice)
+            #expect(Set(changed.json["zones"]!.arrayValue!.compactMap { $0["zoneID"]?["zoneName"]?.stringValue }) == ["Visits", "Photos"])
+            let next = try #require(changed.json["syncToken"]?.stringValue)
+            let paged = try await server.call("changes/database", ["syncToken": .string(token), "resultsLimit": 1], as: server.alice)
+            #expect(paged.json["moreComing"] == true)
+
+            let visitsToken = try await Self.pull(server, zone: "Visits").token
+            try await server.call("zones/modify", ["operations": [["operationType": "delete", "zone": ["zoneID": ["zoneName": "Visits"]]]]], as: server.alice)
+            let deleted = try await server.call("changes/database", ["syncToken": .string(next)], as: server.alice)
+            #expect(deleted.json["zones"] == [["zoneID": ["zoneName": "Visits", "ownerRecordName": .string(server.alice.account.userRecordName), "zoneType": "REGULAR_CUSTOM_ZONE"], "deleted": true]])
+
+            let list = try await server.call("zones/list", as: server.alice)
+            #expect(list.json["zones"]?.arrayValue?.compactMap { $0["zoneID"]?["zoneName"]?.stringValue } == ["_defaultZone", "Photos"])
+            let lookup = try await server.call("zones/lookup", ["zones": [["zoneName": "Photos"], ["zoneName": "Visits"]]], as: server.alice)
+            #expect(lookup.json["zones"]?[1]?["serverErrorCode"] == "ZONE_NOT_FOUND")
+            let missing = try await server.modify([Op.create("x")], zone: "Visits")
+            #expect(missing.status == 404)
+            #expect(missing.errorCode == "ZONE_NOT_FOUND")
+
+            // A zone created again under the same name: the old token is expired, not silently valid.
+            try await server.call("zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Visits"]]]]], as: server.alice)
+            await #expect(throws: CloudError.changeTokenExpired) { _ = try await Self.pull(server, zone: "Visits", from: visitsToken) }
+        }
+    }
+
+    @Test func publicDefaultZoneHasChangeTokensAsAnExtension() async throws {
+        try await TestServer.run { server in
+            let write = try await server.modify([Op.create("stadium_mlb_oracle_park", type: "Stadium", ["name": "Oracle Park"])], database: "public", apiToken: server.operatorToken)
+            #expect(write.status == 200)
+            let pulled = try await Self.pull(server, database: "public")
+            #expect(pulled.records.map { $0["recordName"]?.stringValue } == ["stadium_mlb_oracle_park"])
+            #expect(pulled.records[0]["zoneID"]?["ownerRecordName"] == "_defaultOwner")
+        }
+    }
+}

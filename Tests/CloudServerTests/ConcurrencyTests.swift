@@ -1,0 +1,90 @@
+import CloudCore
+import CloudPostgres
+import Foundation
+import Testing
+
+/// The change-token guarantee under concurrent writers: every puller that pages from any token while others write
+/// ends with exactly the server's final state. Bounded: 4 writers × 60 batches × 10 operations.
+@Suite struct ConcurrencyTests {
+    static let names = (0..<150).map { "r\($0)" }
+
+    /// A client's local copy: record name → change tag, built only from what deltas delivered.
+    struct Replica {
+        var records: [String: String] = [:]
+        var token: String?
+
+        mutating func apply(_ changes: ZoneChanges) {
+            for record in changes.records {
+                if record.deleted { self.records[record.recordName] = nil } else { self.records[record.recordName] = record.changeTag }
+            }
+            self.token = changes.syncToken
+        }
+    }
+
+    @Test func pullersNeverMissACommittedChange() async throws {
+        try await withTestStore { dependencies in
+            let store = dependencies.records
+            let logger = TestDatabase.logger
+            let account = try await dependencies.credentials.createAccount(name: "concurrent", logger: logger)
+            let database = try await store.database(container: "c", environment: "development", scope: .private, owner: account.account, logger: logger)
+            let writersDone = ManagedAtomicFlag()
+
+            /// Pages from the replica's token until moreComing is false.
+            @Sendable func drain(_ replica: inout Replica, limit: Int) async throws {
+                var page: ZoneChanges
+                repeat {
+                    page = try await store.changes(
+                        zoneName: defaultZoneName, since: replica.token, limit: limit, desiredKeys: [], recordTypes: nil, in: database, logger: logger)
+                    replica.apply(page)
+                } while page.moreComing
+            }
+
+            async let pulled = withThrowingTaskGroup(of: Replica.self) { group in
+                for puller in 0..<3 {
+                    group.addTask {
+                        var replica = Replica()
+                        while !writersDone.isSet { try await drain(&replica, limit: 3 + puller * 4) }
+                        // Every write has committed now: one last drain must reach the final state.
+                        try await drain(&replica, limit: 3 + puller * 4)
+                        return replica
+                    }
+                }
+                return try await group.reduce(into: [Replica]()) { $0.append($1) }
+            }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<4 {
+                    group.addTask {
+                        var generator = SystemRandomNumberGenerator()
+                        for batch in 0..<60 {
+                            let operations = Self.names.shuffled(using: &generator).prefix(10).map { name in
+                                Int.random(in: 0..<5, using: &generator) == 0
+                                    ? RecordOperation(type: .forceDelete, recordName: name)
+                                    : RecordOperation(type: .forceUpdate, recordName: name, recordType: "Visit", fields: ["w": ["value": .int(Int64(writer * 1000 + batch))]])
+                            }
+                            let stamp = ChangeStamp(timestamp: Int64(Date().timeIntervalSince1970 * 1000), userRecordName: "_w", deviceID: "w\(writer)")
+                            _ = try await store.modify(Array(operations), zoneName: defaultZoneName, atomic: nil, in: database, stamp: stamp, logger: logger)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            writersDone.set()
+            let replicas = try await pulled
+            // The server's final state, read in one pass.
+            var final = Replica()
+            try await drain(&final, limit: 200)
+            #expect(replicas.count == 3)
+            #expect(!final.records.isEmpty)
+            for replica in replicas { #expect(replica.records == final.records) }
+        }
+    }
+}
+
+/// A flag one task sets and others read.
+final class ManagedAtomicFlag: Sendable {
+    private let value = Mutex(false)
+    var isSet: Bool { self.value.withLock { $0 } }
+    func set() { self.value.withLock { $0 = true } }
+}
+
+import Synchronization

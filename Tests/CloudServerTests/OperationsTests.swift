@@ -1,0 +1,29 @@
+import CloudCore
+import Testing
+
+@Suite struct OperationsTests {
+    @Test func healthReadyAndMetrics() async throws {
+        try await TestServer.run { server in
+            #expect(try await server.client.execute(uri: "/health", method: .get) { $0.status.code } == 200)
+            let ready = try await server.client.execute(uri: "/ready", method: .get) { String(buffer: $0.body) }
+            #expect(ready.contains("ready"))
+            let metrics = try await server.client.execute(uri: "/metrics", method: .get) { $0.status.code }
+            #expect(metrics == 200)
+        }
+    }
+
+    @Test func unknownEndpointsAndUnsupportedFeaturesAnswerInCloudKitShape() async throws {
+        try await TestServer.run { server in
+            let unknown = try await server.client.execute(uri: "/nope", method: .get) { $0 }
+            #expect(unknown.status.code == 404)
+            #expect(String(buffer: unknown.body).contains("\"serverErrorCode\":\"NOT_FOUND\""))
+            let shared = try await server.call("zones/list", database: "shared", as: server.alice)
+            #expect(shared.errorCode == "BAD_REQUEST")
+            let subscriptions = try await server.call("subscriptions/list", database: "private", as: server.alice)
+            #expect(subscriptions.errorCode == "BAD_REQUEST")
+            let badEnvironment = try await server.client.execute(
+                uri: "/database/1/c/staging/public/zones/list?ckAPIToken=\(server.apiToken)", method: .get) { $0.status.code }
+            #expect(badEnvironment == 400)
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import CloudCore
+import CloudPostgres
+import Foundation
+import Logging
+import PostgresNIO
+import Testing
+
+/// Gives each test its own database, cloned from a template that was migrated once per test run.
+/// The server comes from `scripts/test` (STADIUMCLOUD_TEST_DATABASE_URL); without one the tests fail, never skip.
+actor TestDatabase {
+    static let shared = TestDatabase()
+    static let logger: Logger = {
+        var logger = Logger(label: "tests")
+        logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
+        return logger
+    }()
+
+    /// The repository's migrations folder, found from this file so the working directory does not matter.
+    static let migrationsPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("migrations").path
+
+    private var template: String?
+    /// CREATE DATABASE … TEMPLATE fails while another clone of the same template runs: clones go one at a time.
+    private var queue: Task<Void, Never>?
+
+    static func adminURL() throws -> DatabaseURL {
+        guard let text = ProcessInfo.processInfo.environment["STADIUMCLOUD_TEST_DATABASE_URL"] else {
+            throw ConfigurationError("STADIUMCLOUD_TEST_DATABASE_URL is not set: run the tests with scripts/test, which starts PostgreSQL")
+        }
+        return try DatabaseURL(text)
+    }
+
+    /// A new, migrated, empty database.
+    func makeDatabase() async throws -> DatabaseURL {
+        let previous = self.queue
+        let clone = Task {
+            _ = await previous?.value
+            return try await self.cloneTemplate()
+        }
+        self.queue = Task { _ = await clone.result }
+        do {
+            return try await clone.value
+        } catch {
+            throw ConfigurationError("cannot create a test database: \(String(reflecting: error))")
+        }
+    }
+
+    private func cloneTemplate() async throws -> DatabaseURL {
+        let admin = try Self.adminURL()
+        let template = try await self.migratedTemplate(admin)
+        let name = "test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
+        try await withPostgresClient(admin, maximumConnections: 1, logger: Self.logger) { client in
+            try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name) TEMPLATE \(template)"), logger: Self.logger)
+        }
+        return admin.with(database: name)
+    }
+
+    private func migratedTemplate(_ admin: DatabaseURL) async throws -> String {
+        if let template { return template }
+        let name = "template_\(ProcessInfo.processInfo.processIdentifier)_\(Int(Date().timeIntervalSince1970))"
+        try await withPostgresClient(admin, maximumConnections: 1, logger: Self.logger) { client in
+            try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: Self.logger)
+        }
+        try await withPostgresClient(admin.with(database: name), maximumConnections: 1, logger: Self.logger) { client in
+            try await Migrator(client: client, migrations: try Migration.load(from: Self.migrationsPath), logger: Self.logger).migrate()
+        }
+        self.template = name
+        return name
+    }
+}
