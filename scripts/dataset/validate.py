@@ -1,0 +1,319 @@
+#!/usr/bin/env python3
+"""Validate Resources/canonical/*.json.  Exits non-zero with a list of problems.
+
+Usage (from the repo root):  python3 scripts/dataset/validate.py
+"""
+import datetime as dt
+import json
+import math
+import os
+import re
+import sys
+import zoneinfo
+
+SCRIPT_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.normpath(os.path.join(SCRIPT_DIR, "..", ".."))
+CANON = os.path.join(REPO_ROOT, "Resources", "canonical")
+sys.dont_write_bytecode = True  # keep the tree clean
+sys.path.insert(0, SCRIPT_DIR)
+import manual  # noqa: E402  (expected counts, city centres)
+
+ERRORS = []
+SLUG = r"[a-z0-9]+(?:_[a-z0-9]+)*"
+DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+FILES = ["leagues", "conferences", "divisions", "stadiums", "teams", "stadium_aliases", "team_aliases", "team_venues"]
+
+# rough longitude bands per zone (plausibility, catches swapped/sign errors and wrong zones)
+TZ_LON = {
+    "America/Los_Angeles": (-125, -114), "America/Vancouver": (-125, -114), "America/Phoenix": (-115, -109),
+    "America/Denver": (-115, -102), "America/Edmonton": (-120, -110), "America/Chicago": (-105, -84),
+    "America/Winnipeg": (-102, -88), "America/Indiana/Indianapolis": (-88.1, -84.7), "America/Detroit": (-90, -82),
+    "America/Kentucky/Louisville": (-87, -84.5), "America/New_York": (-88, -66), "America/Toronto": (-95, -64),
+}
+
+
+def err(msg):
+    ERRORS.append(msg)
+
+
+def load(name):
+    path = os.path.join(CANON, name + ".json")
+    if not os.path.exists(path):
+        err("missing file %s" % os.path.relpath(path, REPO_ROOT))
+        return []
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if not text.endswith("\n"):
+        err("%s.json: no trailing newline" % name)
+    data = json.loads(text)
+    if json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n" != text:
+        err("%s.json: not in canonical form (sorted keys, 2-space indent)" % name)
+    if not isinstance(data, list):
+        err("%s.json: top level must be an array" % name)
+        return []
+    return data
+
+
+def check_date(where, value, nullable=True):
+    if value is None:
+        if not nullable:
+            err("%s: date must not be null" % where)
+        return None
+    if not isinstance(value, str) or not DATE_RE.match(value):
+        err("%s: bad date %r (want YYYY-MM-DD)" % (where, value))
+        return None
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        err("%s: invalid date %r" % (where, value))
+        return None
+
+
+def km(a, b):
+    lat1, lon1 = map(math.radians, a)
+    lat2, lon2 = map(math.radians, b)
+    h = math.sin((lat2 - lat1) / 2) ** 2 + math.cos(lat1) * math.cos(lat2) * math.sin((lon2 - lon1) / 2) ** 2
+    return 2 * 6371.0 * math.asin(math.sqrt(h))
+
+
+def check_ranges(kind, records, owner_key, owners):
+    """Half-open [validFrom, validUntil) ranges of one owner must not overlap."""
+    by_owner = {}
+    for r in records:
+        where = "%s %s" % (kind, r.get("id", r))
+        f = check_date(where + " validFrom", r.get("validFrom"))
+        u = check_date(where + " validUntil", r.get("validUntil"))
+        if f and u and not f < u:
+            err("%s: validFrom %s is not before validUntil %s" % (where, f, u))
+        if r.get(owner_key) not in owners:
+            err("%s: %s %r does not resolve" % (where, owner_key, r.get(owner_key)))
+        by_owner.setdefault(r.get(owner_key), []).append((f or dt.date.min, u or dt.date.max, r))
+    for owner, rs in by_owner.items():
+        rs.sort(key=lambda x: (x[0], x[1]))
+        for (f1, u1, r1), (f2, u2, r2) in zip(rs, rs[1:]):
+            if f2 < u1:
+                err("%s of %s overlap: %s [%s, %s) and %s [%s, %s)" % (kind, owner, r1.get("id"), r1.get("validFrom"),
+                    r1.get("validUntil"), r2.get("id"), r2.get("validFrom"), r2.get("validUntil")))
+        open_ = [r for f, u, r in rs if r.get("validUntil") is None]
+        if len(open_) != 1:
+            err("%s of %s: expected exactly one open-ended record (validUntil null), found %d" % (kind, owner, len(open_)))
+    return by_owner
+
+
+def main():
+    d = {n: load(n) for n in FILES}
+    leagues = {x["id"]: x for x in d["leagues"]}
+    confs = {x["id"]: x for x in d["conferences"]}
+    divs = {x["id"]: x for x in d["divisions"]}
+    stadiums = {x["id"]: x for x in d["stadiums"]}
+    teams = {x["id"]: x for x in d["teams"]}
+    for n in FILES:
+        ids = [x.get("id") for x in d[n]]
+        dups = sorted({i for i in ids if ids.count(i) > 1})
+        if dups:
+            err("%s.json: duplicate ids %s" % (n, dups))
+    lg_codes = {lid[len("league_"):] for lid in leagues}
+
+    # ---- id formats and league structure
+    for lid, l in leagues.items():
+        if not re.fullmatch(r"league_[a-z]+", lid):
+            err("bad league id %s" % lid)
+        for k in ("name", "abbreviation", "sport"):
+            if not l.get(k):
+                err("league %s: missing %s" % (lid, k))
+    for cid, c in confs.items():
+        lg = c.get("leagueId", "")[len("league_"):]
+        if c.get("leagueId") not in leagues or not re.fullmatch(r"conference_%s_%s" % (lg, SLUG), cid):
+            err("conference %s: bad id or leagueId %r" % (cid, c.get("leagueId")))
+    for did, v in divs.items():
+        lg = v.get("leagueId", "")[len("league_"):]
+        if v.get("leagueId") not in leagues or not re.fullmatch(r"division_%s_%s" % (lg, SLUG), did):
+            err("division %s: bad id or leagueId" % did)
+        c = confs.get(v.get("conferenceId"))
+        if not c or c["leagueId"] != v.get("leagueId"):
+            err("division %s: conferenceId %r does not resolve within its league" % (did, v.get("conferenceId")))
+
+    # ---- stadiums
+    for sid, s in stadiums.items():
+        m = re.fullmatch(r"stadium_([a-z]+)_(%s)" % SLUG, sid)
+        if not m or m.group(1) not in lg_codes:
+            err("stadium %s: id must be stadium_<league>_<slug>" % sid)
+        for k in ("name", "city", "country", "timeZone", "source"):
+            if not s.get(k):
+                err("stadium %s: missing %s" % (sid, k))
+        lat, lon = s.get("latitude"), s.get("longitude")
+        if not isinstance(lat, (int, float)) or not isinstance(lon, (int, float)) or not (-90 <= lat <= 90 and -180 <= lon <= 180):
+            err("stadium %s: missing/invalid latitude/longitude %r,%r" % (sid, lat, lon))
+            continue
+        try:
+            zoneinfo.ZoneInfo(s.get("timeZone", ""))
+        except Exception:
+            err("stadium %s: %r is not an IANA time zone" % (sid, s.get("timeZone")))
+        band = TZ_LON.get(s.get("timeZone"))
+        if band is None:
+            err("stadium %s: unexpected time zone %s (add a longitude band if intended)" % (sid, s.get("timeZone")))
+        elif not band[0] <= lon <= band[1]:
+            err("stadium %s: longitude %.3f implausible for %s" % (sid, lon, s["timeZone"]))
+        centre = manual.CITY_CENTERS.get(s.get("city"))
+        if centre is None:
+            err("stadium %s: no reference centre for city %r (add to manual.CITY_CENTERS)" % (sid, s.get("city")))
+        elif km((lat, lon), centre) > manual.CITY_RADIUS_KM:
+            err("stadium %s: point %.4f,%.4f is %.0f km from %s" % (sid, lat, lon, km((lat, lon), centre), s["city"]))
+        if s.get("country") in ("US", "CA") and not (isinstance(s.get("state"), str) and re.fullmatch(r"[A-Z]{2}", s["state"])):
+            err("stadium %s: state must be a 2-letter code" % sid)
+        if not isinstance(s.get("capacity"), int) or s["capacity"] <= 0:
+            err("stadium %s: capacity must be a positive int" % sid)
+        if not isinstance(s.get("yearOpened"), int) or not 1850 <= s["yearOpened"] <= 2030:
+            err("stadium %s: yearOpened must be an int" % sid)
+        check_date("stadium %s deprecatedAt" % sid, s.get("deprecatedAt"))
+        if not s.get("sports"):
+            err("stadium %s: sports empty" % sid)
+
+    # ---- teams
+    for tid, t in teams.items():
+        lg = t.get("leagueId", "")[len("league_"):]
+        if t.get("leagueId") not in leagues:
+            err("team %s: leagueId %r does not resolve" % (tid, t.get("leagueId")))
+        if not re.fullmatch(r"team_%s_%s" % (lg, SLUG), tid):
+            err("team %s: id must be team_<league>_<slug>" % tid)
+        for k in ("name", "city", "abbreviation", "homeStadiumId", "source"):
+            if not t.get(k):
+                err("team %s: missing %s" % (tid, k))
+        s = stadiums.get(t.get("homeStadiumId"))
+        if s is None:
+            err("team %s: homeStadiumId %r does not resolve" % (tid, t.get("homeStadiumId")))
+        elif s.get("deprecatedAt") is not None:
+            err("team %s: home venue %s is deprecated" % (tid, s["id"]))
+        league_confs = [c for c in confs.values() if c["leagueId"] == t.get("leagueId")]
+        league_divs = [v for v in divs.values() if v["leagueId"] == t.get("leagueId")]
+        c = t.get("conferenceId")
+        if c is not None and (c not in confs or confs[c]["leagueId"] != t.get("leagueId")):
+            err("team %s: conferenceId %r does not resolve within its league" % (tid, c))
+        if league_confs and c is None:
+            err("team %s: league has conferences but team has none" % tid)
+        v = t.get("divisionId")
+        if v is not None and (v not in divs or divs[v]["conferenceId"] != c):
+            err("team %s: divisionId %r does not resolve / not in conference %r" % (tid, v, c))
+        if league_divs and v is None:
+            err("team %s: league has divisions but team has none" % tid)
+
+    # ---- aliases and tenancies
+    sa = check_ranges("stadium aliases", d["stadium_aliases"], "stadiumId", stadiums)
+    ta = check_ranges("team aliases", d["team_aliases"], "teamId", teams)
+    tv = check_ranges("team venues", d["team_venues"], "teamId", teams)
+    for a in d["stadium_aliases"]:
+        sid = a.get("stadiumId", "")
+        if not re.fullmatch(r"stadium_alias_%s_\d+" % re.escape(sid[len("stadium_"):]), a.get("id", "")):
+            err("stadium alias %s: id must be stadium_alias_<stadium slug>_<n>" % a.get("id"))
+        if a.get("validUntil") is None and sid in stadiums and a.get("name") != stadiums[sid]["name"]:
+            err("stadium %s: current alias %r != name %r" % (sid, a.get("name"), stadiums[sid]["name"]))
+    for a in d["team_aliases"]:
+        tid = a.get("teamId", "")
+        if not re.fullmatch(r"team_alias_%s_\d+" % re.escape(tid[len("team_"):]), a.get("id", "")):
+            err("team alias %s: id must be team_alias_<team slug>_<n>" % a.get("id"))
+        if not a.get("name") or not a.get("city"):
+            err("team alias %s: name and city required" % a.get("id"))
+        if a.get("validUntil") is None and tid in teams and a.get("name") != teams[tid]["name"]:
+            err("team %s: current alias %r != name %r" % (tid, a.get("name"), teams[tid]["name"]))
+    for x in d["team_venues"]:
+        if x.get("stadiumId") not in stadiums:
+            err("team venue %s: stadiumId %r does not resolve" % (x.get("id"), x.get("stadiumId")))
+        if x.get("validUntil") is None and x.get("teamId") in teams and teams[x["teamId"]]["homeStadiumId"] != x.get("stadiumId"):
+            err("team %s: open tenancy %s != homeStadiumId" % (x["teamId"], x.get("stadiumId")))
+    for sid in stadiums:
+        if sid not in sa:
+            err("stadium %s: no aliases" % sid)
+    for tid in teams:
+        if tid not in ta:
+            err("team %s: no aliases" % tid)
+        if tid not in tv:
+            err("team %s: no team_venues" % tid)
+    # league prefix of a stadium id = league of one of its tenants
+    tenants = {}
+    for x in d["team_venues"]:
+        tenants.setdefault(x.get("stadiumId"), []).append(x)
+    for sid, s in stadiums.items():
+        ts = tenants.get(sid, [])
+        if not ts:
+            err("stadium %s: not a home venue of any team" % sid)
+            continue
+        prefix = sid.split("_")[1]
+        if prefix not in {teams[x["teamId"]]["leagueId"][len("league_"):] for x in ts if x["teamId"] in teams}:
+            err("stadium %s: league prefix %r matches none of its tenants" % (sid, prefix))
+        open_ = [x for x in ts if x.get("validUntil") is None]
+        if open_ and s.get("deprecatedAt") is not None:
+            err("stadium %s: deprecatedAt set but still home of %s" % (sid, [x["teamId"] for x in open_]))
+        if not open_:
+            last = max(dt.date.fromisoformat(x["validUntil"]) for x in ts)
+            want = (last - dt.timedelta(days=1)).isoformat()
+            if s.get("deprecatedAt") != want:
+                err("stadium %s: deprecatedAt %r, expected %s (day before the last tenancy's validUntil)" % (sid, s.get("deprecatedAt"), want))
+
+    # ---- league completeness
+    counts = {}
+    for lg, seasons in sorted(manual.EXPECTED_TEAM_COUNTS.items()):
+        if "league_" + lg not in leagues:
+            err("league %s missing" % lg)
+        for season, expected in sorted(seasons.items()):
+            n = sum(1 for t in teams.values() if t["leagueId"] == "league_" + lg and t.get("firstSeason", 0) <= season)
+            counts[(lg, season)] = n
+            if n != expected:
+                err("league %s: %d teams for %d, expected %d" % (lg, n, season, expected))
+    for lid in leagues:
+        if lid[len("league_"):] not in manual.EXPECTED_TEAM_COUNTS:
+            err("league %s has no expected team count" % lid)
+
+    # ---- seed scenarios (must be present as data)
+    def alias_names(sid):
+        return [(a["name"], a["validFrom"], a["validUntil"]) for a in sorted(d["stadium_aliases"], key=lambda a: a["validFrom"] or "") if a["stadiumId"] == sid]
+
+    def expect(cond, msg):
+        if not cond:
+            err("seed scenario: " + msg)
+
+    op = alias_names("stadium_mlb_oracle_park")
+    expect([n for n, f, u in op] == ["Pacific Bell Park", "SBC Park", "AT&T Park", "Oracle Park"], "Oracle Park naming chain %r" % op)
+    expect(("Oracle Park", "2019-01-10", None) in op, "Oracle Park from 2019-01-10")
+    cc = alias_names("stadium_nba_crypto_com_arena")
+    expect(("Crypto.com Arena", "2021-12-25", None) in cc and any(n == "Staples Center" and u == "2021-12-25" for n, f, u in cc), "Staples -> Crypto.com 2021-12-25")
+    expect(stadiums.get("stadium_mlb_oakland_coliseum", {}).get("deprecatedAt") == "2024-09-26", "Oakland Coliseum deprecatedAt 2024-09-26")
+    ath = teams.get("team_mlb_athletics", {})
+    expect(ath.get("name") == "Athletics" and ath.get("homeStadiumId") == "stadium_mlb_sutter_health_park", "Athletics at Sutter Health Park")
+    ta_names = lambda tid: [a["name"] for a in sorted(d["team_aliases"], key=lambda a: a["validFrom"] or "") if a["teamId"] == tid]
+    expect(ta_names("team_mlb_athletics")[-2:] == ["Oakland Athletics", "Athletics"], "A's aliases")
+    expect(ta_names("team_nhl_utah_mammoth")[-3:] == ["Arizona Coyotes", "Utah Hockey Club", "Utah Mammoth"], "Coyotes -> Utah aliases")
+    ut = [x["stadiumId"] for x in sorted(d["team_venues"], key=lambda x: x["validFrom"]) if x["teamId"] == "team_nhl_utah_mammoth"]
+    expect(ut[-3:] == ["stadium_nhl_desert_diamond_arena", "stadium_nhl_mullett_arena", "stadium_nba_delta_center"], "Utah venue history %r" % ut)
+    expect(stadiums.get("stadium_nhl_mullett_arena", {}).get("deprecatedAt") is not None, "Mullett Arena deprecated")
+
+    def current_tenants(sid):
+        return {x["teamId"] for x in d["team_venues"] if x["stadiumId"] == sid and x["validUntil"] is None}
+    expect(current_tenants("stadium_nfl_metlife_stadium") == {"team_nfl_giants", "team_nfl_jets"}, "MetLife shared by Giants/Jets")
+    expect(current_tenants("stadium_nfl_sofi_stadium") == {"team_nfl_rams", "team_nfl_chargers"}, "SoFi shared by Rams/Chargers")
+    expect({"team_nba_lakers", "team_nhl_kings", "team_wnba_sparks"} <= current_tenants("stadium_nba_crypto_com_arena"), "Crypto.com tenants")
+    expect(teams.get("team_nba_clippers", {}).get("homeStadiumId") == "stadium_nba_intuit_dome", "Clippers at Intuit Dome")
+    expect({"team_nba_knicks", "team_nhl_rangers"} <= current_tenants("stadium_nba_madison_square_garden"), "MSG shared")
+
+    # ---- report
+    if ERRORS:
+        sys.stderr.write("validate.py: %d problem(s):\n" % len(ERRORS))
+        for e in ERRORS:
+            sys.stderr.write("  - " + e + "\n")
+        sys.exit(1)
+    per_league = ", ".join(
+        "%s %s" % (leagues["league_" + lg]["abbreviation"],
+                   " / ".join("%d (%d)" % (counts[(lg, s)], s) for s in sorted(manual.EXPECTED_TEAM_COUNTS[lg])))
+        for lg in sorted(manual.EXPECTED_TEAM_COUNTS))
+    active = [s for s in stadiums.values() if s["deprecatedAt"] is None]
+    shared = [sid for sid in stadiums if len(current_tenants(sid)) > 1]
+    approx_sa = sum(1 for a in d["stadium_aliases"] if a.get("datesApproximate"))
+    print("validate.py: OK. Coverage: %d leagues, %d conferences, %d divisions; teams per league (season): %s; "
+          "%d teams in total. %d venues (%d current homes, %d deprecated, %d currently shared by 2+ teams), "
+          "%d venue name aliases (%d with approximate dates), %d team name aliases, %d home-venue tenancies (%d closed)."
+          % (len(leagues), len(confs), len(divs), per_league, len(teams), len(stadiums), len(active),
+             len(stadiums) - len(active), len(shared), len(d["stadium_aliases"]), approx_sa, len(d["team_aliases"]),
+             len(d["team_venues"]), sum(1 for x in d["team_venues"] if x["validUntil"])))
+
+
+if __name__ == "__main__":
+    main()
