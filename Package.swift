@@ -17,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         /// Domain: records, field values, zones, change tokens, errors. Foundation + Crypto only.
@@ -54,6 +55,16 @@ let package = Package(
                 "CloudHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
+        ),
+        /// The benchmark (bench/README.md): the running server against raw PostgreSQL on the same database.
+        .executableTarget(
+            name: "stadiumcloud-bench",
+            dependencies: [
+                "CloudCore",
+                "CloudPostgres",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            path: "bench/Sources"
         ),
         .testTarget(name: "CloudCoreTests", dependencies: ["CloudCore"]),
         .testTarget(

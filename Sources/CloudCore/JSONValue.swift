@@ -12,10 +12,23 @@ public enum JSONValue: Sendable, Hashable {
 
     /// Parses UTF-8 JSON text; throws `CloudError.badRequest` with a client-readable reason.
     public static func parse(_ bytes: some Collection<UInt8>) throws -> JSONValue {
+        let value: JSONValue
         do {
-            return try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+            value = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
         } catch {
             throw CloudError.badRequest("request body is not valid JSON")
+        }
+        // PostgreSQL text cannot hold U+0000; refuse it here rather than fail in the database.
+        if value.containsNUL { throw CloudError.badRequest("strings in the request may not contain U+0000") }
+        return value
+    }
+
+    var containsNUL: Bool {
+        switch self {
+        case .string(let text): text.utf8.contains(0)
+        case .array(let items): items.contains { $0.containsNUL }
+        case .object(let object): object.contains { $0.key.utf8.contains(0) || $0.value.containsNUL }
+        default: false
         }
     }
 

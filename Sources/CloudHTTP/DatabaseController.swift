@@ -94,7 +94,7 @@ struct DatabaseController: Sendable {
     /// Reads the zone of a request; a zone owned by someone else is indistinguishable from a missing one.
     func zone(_ object: WireObject, in call: DatabaseCall) throws -> String {
         let (name, owner) = try object.zoneName()
-        if call.database.scope == .private, let owner, owner != call.database.ownerRecordName, owner != "__defaultOwner__" {
+        if call.database.scope == .private, let owner, owner != call.database.ownerRecordName, !["__defaultOwner__", "_defaultOwner"].contains(owner) {
             throw CloudError(.zoneNotFound, "zone \(name) does not exist")
         }
         return name

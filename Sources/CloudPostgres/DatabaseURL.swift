@@ -51,7 +51,8 @@ public struct ConfigurationError: Error, CustomStringConvertible {
 /// Runs `body` with a running PostgreSQL client for `url`, and shuts the client down afterwards.
 @discardableResult
 public func withPostgresClient<Result: Sendable>(
-    _ url: DatabaseURL, maximumConnections: Int = 20, logger: Logger, _ body: (PostgresClient) async throws -> Result
+    _ url: DatabaseURL, maximumConnections: Int = 20, logger: Logger, isolation: isolated (any Actor)? = #isolation,
+    _ body: (PostgresClient) async throws -> Result
 ) async throws -> Result {
     let client = PostgresClient(configuration: url.clientConfiguration(maximumConnections: maximumConnections), backgroundLogger: logger)
     return try await withThrowingTaskGroup(of: Void.self) { group in

@@ -63,10 +63,7 @@ extension RecordStore {
         }
         for operation in operations { try FieldName.validate(operation.zoneName, path: "zones/modify", what: "zone name") }
         return try await self.client.transaction(logger: logger) { connection in
-            var head: Int64 = 0
-            for try await seq in try await connection.query(
-                "SELECT change_seq FROM databases WHERE id = \(database.id) FOR UPDATE", logger: logger
-            ).decode(Int64.self) { head = seq }
+            var head = try await Self.lockChangeSequence(of: database, on: connection, logger: logger)
             let now = Self.nowMs()
             var outcomes: [ZoneOutcome] = []
             for operation in operations {

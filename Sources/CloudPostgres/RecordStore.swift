@@ -130,11 +130,7 @@ public final class RecordStore: Sendable {
         let atomic = zoneName != defaultZoneName && (requestedAtomic ?? true)
         let limits = self.limits
         return try await self.client.transaction(logger: logger) { connection in
-            // The lock that orders all writes of this database (see docs/SYNC.md).
-            var head: Int64 = 0
-            for try await seq in try await connection.query(
-                "SELECT change_seq FROM databases WHERE id = \(database.id) FOR UPDATE", logger: logger
-            ).decode(Int64.self) { head = seq }
+            let head = try await Self.lockChangeSequence(of: database, on: connection, logger: logger)
             let zoneID = try await self.zoneID(named: zoneName, in: database, on: connection, logger: logger)
 
             let existing = try await Self.loadRecords(operations.map(\.recordName), zoneID: zoneID, on: connection, logger: logger)
@@ -164,6 +160,15 @@ public final class RecordStore: Sendable {
             }
             return ModifyResult(outcomes: plan.outcomes, atomicFailed: false)
         }
+    }
+
+    /// Takes the row lock that orders every write of a database (docs/SYNC.md) and returns its last change number.
+    /// Held until the transaction ends, so writers of one database commit in change-number order.
+    static func lockChangeSequence(of database: DatabaseRef, on connection: PostgresConnection, logger: Logger) async throws -> Int64 {
+        for try await seq in try await connection.query(
+            "SELECT change_seq FROM databases WHERE id = \(database.id) FOR UPDATE", logger: logger
+        ).decode(Int64.self) { return seq }
+        throw CloudError(.internalError, "database \(database.id) vanished")
     }
 
     static func loadRecords(_ names: [String], zoneID: Int64, on connection: PostgresConnection, logger: Logger) async throws -> [String: Record] {

@@ -96,6 +96,8 @@ import Testing
                 ["query": ["recordType": "Stadium", "filterBy": [["comparator": "NEAR", "fieldName": "l", "fieldValue": ["value": ["latitude": 1, "longitude": 1]]]]]],
                 ["query": ["recordType": "Stadium", "filterBy": [["comparator": "EQUALS", "systemFieldName": "nope", "fieldValue": ["value": "x"]]]]],
                 ["query": ["recordType": "Stadium"], "continuationMarker": "forged"],
+                ["query": ["recordType": "Stadium", "filterBy": [["comparator": "EQUALS", "fieldName": "name", "fieldValue": ["value": "a\u{0}b"]]]]],
+                ["query": ["recordType": "Stadium"], "desiredKeys": ["a\u{0}"]],
             ] {
                 let reply = try await server.call("records/query", body, as: server.alice)
                 #expect(reply.status == 400, "\(body)")

@@ -86,6 +86,8 @@ import Testing
                 #"{"operations":[{"operationType":"create","record":{"recordName":"x","recordType":"V","fields":{"f":{"value":1,"type":"WHAT"}}}}]}"#,
                 #"{"operations":[{"operationType":"explode","record":{"recordName":"x"}}]}"#,
                 #"{"operations":[{"operationType":"create","record":{"recordName":"ok","recordType":"V"}},{"operationType":"create","record":{"recordName":"x","recordType":"V","fields":{"f":{"value":[]}}}}]}"#,
+                // PostgreSQL cannot store U+0000: it must be a 400, not a database error.
+                #"{"operations":[{"operationType":"create","record":{"recordName":"nul","recordType":"V","fields":{"f":{"value":"a\u0000b"}}}}]}"#,
             ]
             for body in bodies {
                 let reply = try await server.call("records/modify", database: "private", as: server.alice, rawBody: body)
