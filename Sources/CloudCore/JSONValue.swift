@@ -14,9 +14,9 @@ public enum JSONValue: Sendable, Hashable {
     public static func parse(_ bytes: some Collection<UInt8>) throws -> JSONValue {
         let value: JSONValue
         do {
-            value = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
-        } catch {
-            throw CloudError.badRequest("request body is not valid JSON")
+            value = try JSONParser.parse(Array(bytes))
+        } catch let failure as JSONParser.Failure {
+            throw CloudError.badRequest("request body is not valid JSON: \(failure.reason)")
         }
         // PostgreSQL text cannot hold U+0000; refuse it here rather than fail in the database.
         if value.containsNUL { throw CloudError.badRequest("strings in the request may not contain U+0000") }
@@ -137,3 +137,4 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
 }
+

@@ -54,10 +54,13 @@ public struct ModificationPlan: Sendable {
     ///   - firstSeq: the sequence number for the first write.
     ///   - maxRecordBytes: the per-record size limit for its fields' JSON.
     /// - Throws: `CloudError` BAD_REQUEST when any operation is malformed: then nothing is written.
+    ///   - schema: when given, every saved record must match it (declared type and fields, right types), and
+    ///     values sent without a `type` take the declared one.
     public init(
         operations: [RecordOperation], existing: [String: Record], firstSeq: Int64, stamp: ChangeStamp,
-        maxRecordBytes: Int
+        maxRecordBytes: Int, schema: Schema? = nil, scope: DatabaseScope = .private
     ) throws {
+        let rules = FieldRules(maxRecordBytes: maxRecordBytes, schema: schema, scope: scope)
         var seq = firstSeq - 1
         var outcomes: [OperationOutcome] = []
         var writes: [Record] = []
@@ -78,7 +81,7 @@ public struct ModificationPlan: Sendable {
             // Per-record outcomes: existence and optimistic concurrency.
             if operation.type == .create, let current {
                 outcomes.append(.failed(recordName: operation.recordName, error: CloudError(.exists, "record to insert already exists"), serverRecord: current))
-                _ = try Self.fields(of: operation, base: nil, path: path, maxRecordBytes: maxRecordBytes)
+                _ = try rules.fields(of: operation, recordType: operation.recordType ?? current.recordType, base: nil, path: path)
                 continue
             }
             if operation.type.checksChangeTag || operation.type == .forceDelete {
@@ -92,7 +95,7 @@ public struct ModificationPlan: Sendable {
                 }
                 if operation.type.checksChangeTag, operation.changeTag != current.changeTag {
                     outcomes.append(.failed(recordName: operation.recordName, error: CloudError(.conflict, "client oplock error updating record"), serverRecord: current))
-                    _ = try Self.fields(of: operation, base: current, path: path, maxRecordBytes: maxRecordBytes)
+                    _ = try rules.fields(of: operation, recordType: current.recordType, base: current, path: path)
                     continue
                 }
             }
@@ -111,7 +114,7 @@ public struct ModificationPlan: Sendable {
                 throw CloudError.badRequest("\(path).record.recordType is required to create record \(operation.recordName)")
             }
             let keepsFields = operation.type == .update || operation.type == .forceUpdate
-            let fields = try Self.fields(of: operation, base: keepsFields ? current : nil, path: path, maxRecordBytes: maxRecordBytes)
+            let fields = try rules.fields(of: operation, recordType: recordType, base: keepsFields ? current : nil, path: path)
             let record = Record(
                 recordName: operation.recordName, recordType: recordType, changeSeq: seq, fields: fields,
                 created: current?.created ?? stamp, modified: stamp)
@@ -123,21 +126,32 @@ public struct ModificationPlan: Sendable {
         self.lastSeq = seq
     }
 
+}
+
+/// How an operation's wire fields become a record's fields: types, size limit and schema.
+struct FieldRules {
+    var maxRecordBytes: Int
+    var schema: Schema?
+    var scope: DatabaseScope
+
     /// The record's fields after the operation: `base` fields overlaid with the operation's (null removes).
-    static func fields(of operation: RecordOperation, base: Record?, path: String, maxRecordBytes: Int) throws -> [String: FieldValue] {
+    func fields(of operation: RecordOperation, recordType: String?, base: Record?, path: String) throws -> [String: FieldValue] {
         var fields = base?.fields ?? [:]
         for (name, raw) in operation.fields ?? [:] {
             try FieldName.validate(name, path: "\(path).record.fields")
-            let hint = fields[name]?.type
+            let hint = fields[name]?.type ?? recordType.flatMap { self.schema?.fieldType(name, of: $0) }
             if let value = try FieldValue.parse(raw, hint: hint, path: "\(path).record.fields.\(name)") {
                 fields[name] = value
             } else {
                 fields[name] = nil
             }
         }
+        if let schema = self.schema, let recordType {
+            try schema.validate(recordType: recordType, fields: fields, in: self.scope, path: path)
+        }
         let size = JSONWriter.encode(.object(fields.mapValues(\.json))).utf8.count
-        if size > maxRecordBytes {
-            throw CloudError.badRequest("\(path): record \(operation.recordName) is \(size) bytes; the limit is \(maxRecordBytes) bytes per record (assets excluded)")
+        if size > self.maxRecordBytes {
+            throw CloudError.badRequest("\(path): record \(operation.recordName) is \(size) bytes; the limit is \(self.maxRecordBytes) bytes per record (assets excluded)")
         }
         return fields
     }

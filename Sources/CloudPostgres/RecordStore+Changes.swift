@@ -34,68 +34,66 @@ extension RecordStore {
         in database: DatabaseRef, logger: Logger
     ) async throws -> ZoneChanges {
         let limit = try self.resultsLimit(limit)
+        let token = try self.zoneToken(syncToken, in: database)
         return try await self.client.reading { connection in
-            let zoneID = try await self.zoneID(named: zoneName, in: database, on: connection, logger: logger)
-            let since = try await self.position(of: syncToken, zoneID: zoneID, zoneName: zoneName, in: database, on: connection, logger: logger)
+            // One statement, one snapshot: the zone, the database head, the purge horizon and the rows.
             var builder = SQLBuilder()
             let columns = Self.recordColumns(&builder, desiredKeys: desiredKeys)
-            let zoneBind = builder.bind(zoneID)
-            var filter = "r.change_seq > \(builder.bind(since ?? 0))"
-            if since == nil { filter += " AND NOT r.deleted" }
+            var filter = "r.change_seq > \(builder.bind(token?.seq ?? 0))"
+            if token == nil { filter += " AND NOT r.deleted" }
             if let recordTypes { filter += " AND r.record_type = ANY(\(builder.bind(recordTypes))::text[])" }
             builder.append(
                 """
-                SELECT h.head, h.purged_seq, r.* FROM (
-                    SELECT d.change_seq AS head, z.purged_seq FROM databases d JOIN zones z ON z.database_id = d.id
-                    WHERE d.id = \(builder.bind(database.id)) AND z.id = \(zoneBind) AND NOT z.deleted) h
+                SELECT h.id, h.head, h.purged_seq, r.* FROM (
+                    SELECT z.id, d.change_seq AS head, z.purged_seq FROM databases d JOIN zones z ON z.database_id = d.id
+                    WHERE d.id = \(builder.bind(database.id)) AND z.zone_name = \(builder.bind(zoneName)) AND NOT z.deleted) h
                 LEFT JOIN LATERAL (
-                    SELECT \(columns) FROM records r WHERE r.zone_id = \(zoneBind) AND \(filter)
+                    SELECT \(columns) FROM records r WHERE r.zone_id = h.id AND \(filter)
                     ORDER BY r.change_seq LIMIT \(builder.bind(limit + 1))) r ON true
                 """)
-            var head: Int64?
-            var purged: Int64 = 0
+            var zone: (id: Int64, head: Int64, purged: Int64)?
             var records: [RecordSnapshot] = []
             let rows = try await connection.query(builder.query, logger: logger)
             for try await row in rows.decode(
-                (Int64, Int64, String?, String?, Int64?, Bool?, String?, Int64?, String?, String?, Int64?, String?, String?).self
+                (Int64, Int64, Int64, String?, String?, Int64?, Bool?, String?, Int64?, String?, String?, Int64?, String?, String?).self
             ) {
-                head = row.0
-                purged = row.1
-                if let name = row.2, let type = row.3, let seq = row.4, let deleted = row.5, let fields = row.6,
-                    let cms = row.7, let cby = row.8, let cdev = row.9, let mms = row.10, let mby = row.11, let mdev = row.12
+                zone = (row.0, row.1, row.2)
+                if let name = row.3, let type = row.4, let seq = row.5, let deleted = row.6, let fields = row.7,
+                    let cms = row.8, let cby = row.9, let cdev = row.10, let mms = row.11, let mby = row.12, let mdev = row.13
                 {
                     records.append(Self.snapshot((name, type, seq, deleted, fields, cms, cby, cdev, mms, mby, mdev)))
                 }
             }
-            guard let head else { throw CloudError(.zoneNotFound, "zone \(zoneName) does not exist") }
-            if let since, since < purged { throw CloudError.changeTokenExpired }
+            guard let zone else { throw CloudError(.zoneNotFound, "zone \(zoneName) does not exist") }
+            if let token {
+                if token.zoneID != zone.id { try await self.rejectForeignZoneToken(token, zoneName: zoneName, in: database, on: connection, logger: logger) }
+                if token.seq < zone.purged { throw CloudError.changeTokenExpired }
+            }
             let moreComing = records.count > limit
             if moreComing { records.removeLast() }
             // The last page ends at the head: the token advances even when this zone had no changes.
-            let position = moreComing ? records.last!.changeSeq : max(head, since ?? 0)
-            let token = ChangeToken(kind: .zone, databaseID: database.id, zoneID: zoneID, seq: position)
-            return ZoneChanges(records: records, syncToken: token.encode(with: self.signer), moreComing: moreComing)
+            let position = moreComing ? records.last!.changeSeq : max(zone.head, token?.seq ?? 0)
+            let next = ChangeToken(kind: .zone, databaseID: database.id, zoneID: zone.id, seq: position)
+            return ZoneChanges(records: records, syncToken: next.encode(with: self.signer), moreComing: moreComing)
         }
     }
 
-    /// The sequence number a client's zone token stands for; rejects tokens of another database or zone.
-    func position(
-        of syncToken: String?, zoneID: Int64, zoneName: String, in database: DatabaseRef, on connection: PostgresConnection, logger: Logger
-    ) async throws -> Int64? {
+    /// A client's zone token, verified and bound to this database (the zone is checked against the query's).
+    func zoneToken(_ syncToken: String?, in database: DatabaseRef) throws -> ChangeToken? {
         guard let syncToken, !syncToken.isEmpty else { return nil }
         let token = try ChangeToken.decode(syncToken, kind: .zone, with: self.signer)
-        guard token.databaseID == database.id else {
-            throw CloudError.badRequest("syncToken belongs to another database")
-        }
-        guard token.zoneID == zoneID else {
-            // The same zone name, deleted and created again since the token: the client must start over.
-            let rows = try await connection.query(
-                "SELECT 1 FROM zones WHERE id = \(token.zoneID) AND database_id = \(database.id) AND zone_name = \(zoneName) AND deleted",
-                logger: logger)
-            for try await _ in rows { throw CloudError.changeTokenExpired }
-            throw CloudError.badRequest("syncToken belongs to another zone")
-        }
-        return token.seq
+        guard token.databaseID == database.id else { throw CloudError.badRequest("syncToken belongs to another database") }
+        return token
+    }
+
+    /// A token of another zone: expired when it is of a deleted zone of the same name (the client starts over),
+    /// otherwise a client mistake.
+    func rejectForeignZoneToken(_ token: ChangeToken, zoneName: String, in database: DatabaseRef, on connection: PostgresConnection, logger: Logger) async throws -> Never {
+        let rows = try await connection.query(
+            "SELECT 1 FROM zones WHERE id = \(token.zoneID) AND database_id = \(database.id) AND zone_name = \(zoneName) AND deleted",
+            logger: logger)
+        for try await _ in rows { throw CloudError.changeTokenExpired }
+        throw CloudError.badRequest("syncToken belongs to another zone")
     }
 
     /// Zones created, changed or deleted after a database token (`changes/database`).

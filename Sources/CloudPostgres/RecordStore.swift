@@ -34,6 +34,8 @@ public final class RecordStore: Sendable {
     public let signer: TokenSigner
     public let limits: RecordLimits
     private let databaseIDs = Mutex<[DatabaseKey: Int64]>([:])
+    /// The deployed schema by version, so a write re-reads only its version number.
+    let schemaCache = Mutex<(version: Int32, schema: Schema)?>(nil)
 
     struct DatabaseKey: Hashable {
         var container: String
@@ -130,13 +132,11 @@ public final class RecordStore: Sendable {
         let atomic = zoneName != defaultZoneName && (requestedAtomic ?? true)
         let limits = self.limits
         return try await self.client.transaction(logger: logger) { connection in
-            let head = try await Self.lockChangeSequence(of: database, on: connection, logger: logger)
-            let zoneID = try await self.zoneID(named: zoneName, in: database, on: connection, logger: logger)
-
+            let (head, zoneID, schema) = try await self.beginWrite(zoneName: zoneName, in: database, on: connection, logger: logger)
             let existing = try await Self.loadRecords(operations.map(\.recordName), zoneID: zoneID, on: connection, logger: logger)
             var plan = try ModificationPlan(
                 operations: operations, existing: existing, firstSeq: head + 1, stamp: stamp,
-                maxRecordBytes: limits.maxRecordBytes)
+                maxRecordBytes: limits.maxRecordBytes, schema: schema, scope: database.scope)
             try await Self.checkValidatedReferences(&plan, existing: existing, zoneID: zoneID, on: connection, logger: logger)
 
             if atomic, plan.outcomes.contains(where: \.isFailure) {
@@ -153,10 +153,7 @@ public final class RecordStore: Sendable {
             var lastSeq = plan.lastSeq
             try await Self.cascadeDeletes(&writes, lastSeq: &lastSeq, zoneID: zoneID, stamp: stamp, on: connection, logger: logger)
             if !writes.isEmpty {
-                try await Self.store(writes, zoneID: zoneID, on: connection, logger: logger)
-                try await connection.query("UPDATE databases SET change_seq = \(lastSeq) WHERE id = \(database.id)", logger: logger)
-                try await connection.query(
-                    "UPDATE zones SET change_seq = \(lastSeq), modified_ms = \(stamp.timestamp) WHERE id = \(zoneID)", logger: logger)
+                try await Self.store(writes, zoneID: zoneID, databaseID: database.id, lastSeq: lastSeq, on: connection, logger: logger)
             }
             return ModifyResult(outcomes: plan.outcomes, atomicFailed: false)
         }
@@ -168,6 +165,24 @@ public final class RecordStore: Sendable {
         for try await seq in try await connection.query(
             "SELECT change_seq FROM databases WHERE id = \(database.id) FOR UPDATE", logger: logger
         ).decode(Int64.self) { return seq }
+        throw CloudError(.internalError, "database \(database.id) vanished")
+    }
+
+    /// The first statement of a record write: takes the database lock, finds the zone and the schema version
+    /// in one round trip. Returns the last change number, the zone's id and the schema in force.
+    func beginWrite(zoneName: String, in database: DatabaseRef, on connection: PostgresConnection, logger: Logger) async throws -> (Int64, Int64, Schema?) {
+        let rows = try await connection.query(
+            """
+            SELECT d.change_seq,
+                (SELECT id FROM zones WHERE database_id = d.id AND zone_name = \(zoneName) AND NOT deleted),
+                (SELECT max(version) FROM schema_versions)
+            FROM databases d WHERE d.id = \(database.id) FOR UPDATE OF d
+            """, logger: logger)
+        for try await (head, zoneID, schemaVersion) in rows.decode((Int64, Int64?, Int32?).self) {
+            guard let zoneID else { throw CloudError(.zoneNotFound, "zone \(zoneName) does not exist") }
+            guard let schemaVersion else { return (head, zoneID, nil) }
+            return (head, zoneID, try await self.schema(version: schemaVersion, on: connection, logger: logger))
+        }
         throw CloudError(.internalError, "database \(database.id) vanished")
     }
 
@@ -244,13 +259,14 @@ public final class RecordStore: Sendable {
         }
     }
 
-    /// Upserts record versions with one statement.
-    static func store(_ writes: [Record], zoneID: Int64, on connection: PostgresConnection, logger: Logger) async throws {
+    /// Upserts record versions and advances the database's and zone's change numbers, in one statement.
+    static func store(_ writes: [Record], zoneID: Int64, databaseID: Int64, lastSeq: Int64, on connection: PostgresConnection, logger: Logger) async throws {
         let cascadeRefs = writes.map { record in
             JSONWriter.encode(.array(Reference.all(in: record.fields).filter { $0.action == .deleteSelf }.map { .string($0.recordName) }))
         }
         try await connection.query(
             """
+            WITH upserted AS (
             INSERT INTO records (zone_id, record_name, record_type, change_seq, deleted, fields, cascade_refs,
                 created_ms, created_by, created_device, modified_ms, modified_by, modified_device)
             SELECT \(zoneID), u.name, u.type, u.seq, u.deleted, u.fields::jsonb,
@@ -265,6 +281,9 @@ public final class RecordStore: Sendable {
                 fields = EXCLUDED.fields, cascade_refs = EXCLUDED.cascade_refs, created_ms = EXCLUDED.created_ms,
                 created_by = EXCLUDED.created_by, created_device = EXCLUDED.created_device, modified_ms = EXCLUDED.modified_ms,
                 modified_by = EXCLUDED.modified_by, modified_device = EXCLUDED.modified_device
+            RETURNING 1),
+            advanced AS (UPDATE databases SET change_seq = \(lastSeq) WHERE id = \(databaseID) RETURNING 1)
+            UPDATE zones SET change_seq = \(lastSeq), modified_ms = \(writes.last!.modified.timestamp) WHERE id = \(zoneID)
             """, logger: logger)
     }
 

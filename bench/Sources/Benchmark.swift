@@ -80,7 +80,7 @@ struct Benchmark {
         rows.append(Row(name: "pull, changes/zone 200/page (rows/s, \(pulled) rows)", server: Self.format(pullServer), raw: Self.format(pullRaw), ratio: Self.percent(pullServer / pullRaw)))
 
         // Empty polls at 32 connections.
-        let token = try await self.pullAll(http, from: nil) { _ in }
+        let token = try await self.currentToken(http)
         let (pollRate, pollP99) = try await self.emptyPolls(http, token: token, connections: 32, total: 20_000)
         rows.append(Row(name: "empty poll at 32 connections (req/s)", server: Self.format(pollRate), raw: "-", ratio: "p99 \(String(format: "%.1f", pollP99)) ms"))
 
@@ -132,6 +132,16 @@ struct Benchmark {
         }
     }
 
+    /// The zone's current token, from zones/list (no records are read).
+    func currentToken(_ http: HTTPClient) async throws -> String {
+        var request = HTTPClientRequest(url: "\(self.base)/zones/list?\(self.query)")
+        request.method = .GET
+        let response = try await http.execute(request, timeout: .seconds(60))
+        let reply = try JSONValue.parse(try await response.body.collect(upTo: 1 << 20).readableBytesView)
+        guard let token = reply["zones"]?[0]?["syncToken"]?.stringValue else { throw BenchError("zones/list failed: \(reply)") }
+        return token
+    }
+
     func emptyPolls(_ http: HTTPClient, token: String, connections: Int, total: Int) async throws -> (rate: Double, p99: Double) {
         let body: JSONValue = ["zones": [["zoneID": ["zoneName": "_defaultZone"], "syncToken": .string(token)]]]
         let start = ContinuousClock.now
@@ -157,7 +167,7 @@ struct Benchmark {
     func deltaTime(_ http: HTTPClient, client: PostgresClient, databaseID: Int64, zoneID: Int64, logger: Logger) async throws -> Double {
         var times: [Double] = []
         for round in 0..<20 {
-            let token = try await self.pullAll(http, from: nil) { _ in }
+            let token = try await self.currentToken(http)
             _ = try await self.post(http, "records/modify", ["operations": .array((0..<200).map {
                 ["operationType": "forceUpdate", "record": ["recordName": .string("d\($0)"), "recordType": "Visit", "fields": ["round": ["value": .int(Int64(round))]]]]
             })])
@@ -183,19 +193,26 @@ struct Benchmark {
         throw BenchError("bench account's database not found")
     }
 
-    /// The same work records/modify does at its core: lock the counter, upsert 200 rows, advance the counter.
+    /// The same work records/modify does at its core: lock the counter, upsert 200 rows with the same field JSON
+    /// the server stores, advance the counters.
     static func rawPush(_ client: PostgresClient, databaseID: Int64, zoneID: Int64, prefix: String, logger: Logger) async throws {
-        let fields = JSONWriter.encode(["n": ["type": "INT64", "value": 1], "notes": ["type": "STRING", "value": "A visit to the ballpark with friends"]])
+        let names = (0..<200).map { "\(prefix)\($0)" }
+        let fields = (0..<200).map { n in
+            JSONWriter.encode([
+                "n": ["type": "INT64", "value": .int(Int64(n))], "notes": ["type": "STRING", "value": "A visit to the ballpark with friends"],
+                "visitedAt": ["type": "TIMESTAMP", "value": 1_718_611_850_000],
+                "stadium": ["type": "REFERENCE", "value": ["recordName": "stadium_mlb_oracle_park", "action": "NONE"]],
+            ])
+        }
         try await client.withConnection { connection in
             try await connection.query("BEGIN", logger: logger)
             var head: Int64 = 0
             for try await seq in try await connection.query("SELECT change_seq FROM databases WHERE id = \(databaseID) FOR UPDATE", logger: logger).decode(Int64.self) { head = seq }
-            let names = (0..<200).map { "\(prefix)\($0)" }
             try await connection.query(
                 """
                 INSERT INTO records (zone_id, record_name, record_type, change_seq, fields, created_ms, created_by, created_device, modified_ms, modified_by, modified_device)
-                SELECT \(zoneID), u.name, 'Visit', \(head) + u.ord, \(fields)::jsonb, 0, 'raw', 'raw', 0, 'raw', 'raw'
-                FROM unnest(\(names)::text[]) WITH ORDINALITY AS u(name, ord)
+                SELECT \(zoneID), u.name, 'Visit', \(head) + u.ord, u.fields::jsonb, 0, 'raw', 'raw', 0, 'raw', 'raw'
+                FROM unnest(\(names)::text[], \(fields)::text[]) WITH ORDINALITY AS u(name, fields, ord)
                 ON CONFLICT (zone_id, record_name) DO UPDATE SET change_seq = EXCLUDED.change_seq, fields = EXCLUDED.fields
                 """, logger: logger)
             try await connection.query("UPDATE databases SET change_seq = \(head + 200) WHERE id = \(databaseID)", logger: logger)

@@ -1,0 +1,138 @@
+/// Who owns a field, which decides what a merge of canonical data may do with it.
+public enum FieldOwner: String, Sendable, Codable {
+    /// Set once when the record is created (canonical ids); a source that changes it is refused.
+    case immutable
+    /// Owned by the canonical source: updated by every import.
+    case system
+    /// Owned by the person: never overwritten by canonical data.
+    case user
+}
+
+/// One declared field.
+public struct FieldSchema: Sendable, Hashable, Codable {
+    public var type: String
+    public var owner: FieldOwner
+    public var queryable: Bool
+    public var sortable: Bool
+
+    public init(type: FieldType, owner: FieldOwner = .system, queryable: Bool = false, sortable: Bool = false) {
+        self.type = type.rawValue
+        self.owner = owner
+        self.queryable = queryable
+        self.sortable = sortable
+    }
+
+    public var fieldType: FieldType? { FieldType(tag: self.type) }
+
+    enum CodingKeys: String, CodingKey { case type, owner, queryable, sortable }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.type = try container.decode(String.self, forKey: .type)
+        self.owner = try container.decodeIfPresent(FieldOwner.self, forKey: .owner) ?? .system
+        self.queryable = try container.decodeIfPresent(Bool.self, forKey: .queryable) ?? false
+        self.sortable = try container.decodeIfPresent(Bool.self, forKey: .sortable) ?? false
+    }
+}
+
+/// One declared record type: the database it lives in and its fields.
+public struct RecordTypeSchema: Sendable, Hashable, Codable {
+    public var database: String
+    public var fields: [String: FieldSchema]
+
+    public init(database: DatabaseScope, fields: [String: FieldSchema]) {
+        self.database = database.rawValue
+        self.fields = fields
+    }
+}
+
+/// The declared record types. Writes are validated against it once one is deployed (`stadiumcloud schema apply`).
+public struct Schema: Sendable, Hashable, Codable {
+    public var recordTypes: [String: RecordTypeSchema]
+
+    public init(recordTypes: [String: RecordTypeSchema]) { self.recordTypes = recordTypes }
+
+    /// Parses and checks a schema document (`Resources/schema.json`).
+    public static func parse(_ bytes: some Collection<UInt8>) throws -> Schema {
+        let schema: Schema
+        do {
+            schema = try JSONDecoder().decode(Schema.self, from: Data(bytes))
+        } catch {
+            throw CloudError.badRequest("schema is not valid: \(error)")
+        }
+        for (typeName, recordType) in schema.recordTypes {
+            try FieldName.validate(typeName, path: "schema", what: "record type")
+            guard DatabaseScope(rawValue: recordType.database) != nil else {
+                throw CloudError.badRequest("schema: \(typeName).database must be public or private")
+            }
+            for (fieldName, field) in recordType.fields {
+                try FieldName.validate(fieldName, path: "schema.\(typeName)")
+                guard field.fieldType != nil else {
+                    throw CloudError.badRequest("schema: \(typeName).\(fieldName) has unknown type \(field.type)")
+                }
+            }
+        }
+        return schema
+    }
+
+    /// Checks a write: the type is declared for this database and every field is declared with its type.
+    public func validate(recordType: String, fields: [String: FieldValue], in database: DatabaseScope, path: String) throws {
+        guard let declared = self.recordTypes[recordType], declared.database == database.rawValue else {
+            throw CloudError.badRequest("\(path): record type \(recordType) is not declared for the \(database.rawValue) database")
+        }
+        for (name, value) in fields {
+            guard let field = declared.fields[name] else {
+                throw CloudError.badRequest("\(path): field \(name) is not declared for \(recordType)")
+            }
+            guard field.fieldType == value.type else {
+                throw CloudError.badRequest("\(path): field \(name) of \(recordType) is \(field.type), not \(value.type.rawValue)")
+            }
+        }
+    }
+
+    /// The declared type of a field, used when a client sends values without a `type`.
+    public func fieldType(_ field: String, of recordType: String) -> FieldType? {
+        self.recordTypes[recordType]?.fields[field]?.fieldType
+    }
+
+    /// What deploying `newer` over this schema would do. Destructive changes (a type or field removed, a type
+    /// changed) are refused, as CloudKit refuses them in production: data already written depends on them.
+    public func changes(to newer: Schema) -> SchemaChanges {
+        var changes = SchemaChanges()
+        for (typeName, old) in self.recordTypes {
+            guard let new = newer.recordTypes[typeName] else {
+                changes.destructive.append("record type \(typeName) would be removed")
+                continue
+            }
+            if new.database != old.database { changes.destructive.append("record type \(typeName) would move from the \(old.database) to the \(new.database) database") }
+            for (fieldName, field) in old.fields {
+                guard let replacement = new.fields[fieldName] else {
+                    changes.destructive.append("field \(typeName).\(fieldName) would be removed")
+                    continue
+                }
+                if replacement.type != field.type { changes.destructive.append("field \(typeName).\(fieldName) would change type from \(field.type) to \(replacement.type)") }
+                if replacement.owner != field.owner { changes.destructive.append("field \(typeName).\(fieldName) would change owner from \(field.owner.rawValue) to \(replacement.owner.rawValue)") }
+                if replacement.queryable && !field.queryable { changes.additive.append("index on \(typeName).\(fieldName)") }
+                if replacement.sortable && !field.sortable { changes.additive.append("sorting on \(typeName).\(fieldName)") }
+            }
+            for fieldName in new.fields.keys where old.fields[fieldName] == nil {
+                changes.additive.append("field \(typeName).\(fieldName)")
+            }
+        }
+        for typeName in newer.recordTypes.keys where self.recordTypes[typeName] == nil {
+            changes.additive.append("record type \(typeName)")
+        }
+        changes.additive.sort()
+        changes.destructive.sort()
+        return changes
+    }
+}
+
+/// The difference between a deployed schema and a new one.
+public struct SchemaChanges: Sendable, Equatable {
+    public var additive: [String] = []
+    public var destructive: [String] = []
+    public var isEmpty: Bool { self.additive.isEmpty && self.destructive.isEmpty }
+}
+
+import Foundation
