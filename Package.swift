@@ -47,9 +47,19 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        /// The sports layer: the SportsTime dataset, canonical import with the merge, identity and proximity.
+        .target(
+            name: "Canon",
+            dependencies: [
+                "CloudCore",
+                "CloudPostgres",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .executableTarget(
             name: "stadiumcloud",
             dependencies: [
+                "Canon",
                 "CloudCore",
                 "CloudPostgres",
                 "CloudHTTP",
@@ -67,9 +77,11 @@ let package = Package(
             path: "bench/Sources"
         ),
         .testTarget(name: "CloudCoreTests", dependencies: ["CloudCore"]),
+        .testTarget(name: "CanonTests", dependencies: ["Canon", "CloudCore"]),
         .testTarget(
             name: "CloudServerTests",
             dependencies: [
+                "Canon",
                 "CloudCore",
                 "CloudPostgres",
                 "CloudHTTP",

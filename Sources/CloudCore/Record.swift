@@ -53,3 +53,16 @@ public enum DatabaseScope: String, Sendable, CaseIterable {
 
 /// The zone every database has and that cannot be created or deleted.
 public let defaultZoneName = "_defaultZone"
+
+/// A new version of a record decided by a whole-zone rewrite (the canonical import); the store numbers it.
+public struct RecordDraft: Sendable, Equatable {
+    public var recordName: String
+    public var recordType: String
+    public var fields: [String: FieldValue]
+
+    public init(recordName: String, recordType: String, fields: [String: FieldValue]) {
+        self.recordName = recordName
+        self.recordType = recordType
+        self.fields = fields
+    }
+}

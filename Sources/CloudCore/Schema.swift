@@ -133,6 +133,11 @@ public struct SchemaChanges: Sendable, Equatable {
     public var additive: [String] = []
     public var destructive: [String] = []
     public var isEmpty: Bool { self.additive.isEmpty && self.destructive.isEmpty }
+
+    public init(additive: [String] = [], destructive: [String] = []) {
+        self.additive = additive
+        self.destructive = destructive
+    }
 }
 
 import Foundation

@@ -186,18 +186,57 @@ public final class RecordStore: Sendable {
         throw CloudError(.internalError, "database \(database.id) vanished")
     }
 
+    /// Rewrites records of a zone in one transaction: `decide` sees every record of the zone (live and deleted)
+    /// and returns the new versions to store, which are checked against the schema in force. With
+    /// `commit: false` nothing is written (a dry run). Returns the number of versions written.
+    @discardableResult
+    public func rewriteZone(
+        _ zoneName: String, in database: DatabaseRef, stamp: ChangeStamp, commit: Bool = true, logger: Logger,
+        _ decide: @Sendable ([String: Record]) throws -> [RecordDraft]
+    ) async throws -> Int {
+        try await self.client.transaction(logger: logger) { connection in
+            let (head, zoneID, schema) = try await self.beginWrite(zoneName: zoneName, in: database, on: connection, logger: logger)
+            var builder = SQLBuilder()
+            let columns = Self.recordColumns(&builder, desiredKeys: nil)
+            builder.append("SELECT \(columns) FROM records r WHERE r.zone_id = \(builder.bind(zoneID))")
+            var stored: [String: Record] = [:]
+            for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {
+                let record = try Self.record(from: Self.snapshot(columns))
+                stored[record.recordName] = record
+            }
+            let drafts = try decide(stored)
+            guard commit, !drafts.isEmpty else { return 0 }
+            var seq = head
+            let writes = try drafts.map { draft -> Record in
+                try schema?.validate(recordType: draft.recordType, fields: draft.fields, in: database.scope, path: draft.recordName)
+                seq += 1
+                let current = stored[draft.recordName].flatMap { $0.deleted ? nil : $0 }
+                return Record(
+                    recordName: draft.recordName, recordType: draft.recordType, changeSeq: seq, fields: draft.fields,
+                    created: current?.created ?? stamp, modified: stamp)
+            }
+            try await Self.store(writes, zoneID: zoneID, databaseID: database.id, lastSeq: seq, on: connection, logger: logger)
+            return writes.count
+        }
+    }
+
+    /// A stored record with its fields parsed.
+    static func record(from snapshot: RecordSnapshot) throws -> Record {
+        let stored = try JSONValue.parse(Array(snapshot.fieldsJSON.utf8)).objectValue ?? [:]
+        return Record(
+            recordName: snapshot.recordName, recordType: snapshot.recordType, changeSeq: snapshot.changeSeq,
+            deleted: snapshot.deleted, fields: stored.compactMapValues(FieldValue.init(stored:)),
+            created: snapshot.created, modified: snapshot.modified)
+    }
+
     static func loadRecords(_ names: [String], zoneID: Int64, on connection: PostgresConnection, logger: Logger) async throws -> [String: Record] {
         var builder = SQLBuilder()
         let columns = Self.recordColumns(&builder, desiredKeys: nil)
         builder.append("SELECT \(columns) FROM records r WHERE r.zone_id = \(builder.bind(zoneID)) AND r.record_name = ANY(\(builder.bind(names)))")
         var records: [String: Record] = [:]
         for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {
-            let snapshot = Self.snapshot(columns)
-            let stored = try JSONValue.parse(Array(snapshot.fieldsJSON.utf8)).objectValue ?? [:]
-            records[snapshot.recordName] = Record(
-                recordName: snapshot.recordName, recordType: snapshot.recordType, changeSeq: snapshot.changeSeq,
-                deleted: snapshot.deleted, fields: stored.compactMapValues(FieldValue.init(stored:)),
-                created: snapshot.created, modified: snapshot.modified)
+            let record = try Self.record(from: Self.snapshot(columns))
+            records[record.recordName] = record
         }
         return records
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Canon
 import CloudCore
 import CloudHTTP
 import CloudPostgres
@@ -13,7 +14,7 @@ struct StadiumCloud: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stadiumcloud",
         abstract: "A CloudKit Web Services-compatible sync server on PostgreSQL.",
-        subcommands: [Serve.self, Migrate.self, Accounts.self, Tokens.self, Tombstones.self])
+        subcommands: [Serve.self, Migrate.self, SchemaCommand.self, Import.self, Accounts.self, Tokens.self, Tombstones.self])
 }
 
 /// Options every command that talks to the database shares.
@@ -173,10 +174,71 @@ struct Tombstones: AsyncParsableCommand {
         func run() async throws {
             let cutoff = Int64(Date().timeIntervalSince1970 * 1000) - Int64(self.olderThanDays) * 86_400_000
             let purged = try await self.database.withClient { client, logger in
-                let key = try await CredentialStore(client: client).tokenSigningKey(logger: logger)
-                return try await RecordStore(client: client, signer: TokenSigner(key: key)).purgeTombstones(olderThanMs: cutoff, logger: logger)
+                try await recordStore(client, logger).purgeTombstones(olderThanMs: cutoff, logger: logger)
             }
             print("Purged \(purged.records) record and \(purged.zones) zone tombstones.")
         }
+    }
+}
+
+/// Opens the record store (the token key lives in the database).
+func recordStore(_ client: PostgresClient, _ logger: Logger) async throws -> RecordStore {
+    let key = try await CredentialStore(client: client).tokenSigningKey(logger: logger)
+    return RecordStore(client: client, signer: TokenSigner(key: key))
+}
+
+struct SchemaCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "schema", abstract: "Deploy or show the record schema.", subcommands: [Apply.self, Show.self])
+
+    struct Apply: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Deploy a schema: additive changes apply (with indexes for queryable fields), destructive ones are refused.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument(help: "The schema document.") var path = "Resources/schema.json"
+        @Flag(help: "Show what would change without deploying.") var dryRun = false
+
+        func run() async throws {
+            guard let bytes = FileManager.default.contents(atPath: self.path) else { throw ValidationError("cannot read \(self.path)") }
+            let schema = try Schema.parse(Array(bytes))
+            let changes = try await self.database.withClient { client, logger in
+                try await recordStore(client, logger).applySchema(schema, dryRun: self.dryRun, logger: logger)
+            }
+            if changes.isEmpty { print("Schema is up to date.") }
+            for change in changes.additive { print("\(self.dryRun ? "would add" : "added"): \(change)") }
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print the schema in force.")
+        @OptionGroup var database: DatabaseOptions
+
+        func run() async throws {
+            let schema = try await self.database.withClient { client, logger in try await recordStore(client, logger).deployedSchema(logger: logger) }
+            guard let schema else { print("No schema is deployed."); return }
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            print(String(decoding: try encoder.encode(schema), as: UTF8.self))
+        }
+    }
+}
+
+struct Import: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import", abstract: "Merge the canonical dataset into the public database (one transaction).")
+    @OptionGroup var database: DatabaseOptions
+    @Argument(help: "The dataset folder.") var path = "Resources/canonical"
+    @Option(help: "Container whose public database receives the data.") var container = "iCloud.com.sportstime.app"
+    @Option(help: "development or production.") var environment = "development"
+    @Flag(help: "Print the changes without writing them.") var dryRun = false
+
+    func run() async throws {
+        let dataset = try CanonicalDataset.load(from: self.path)
+        let plan = try await self.database.withClient { client, logger in
+            try await CanonicalImporter(records: try await recordStore(client, logger), logger: logger).run(
+                dataset, container: self.container, environment: self.environment, dryRun: self.dryRun
+            ) { print("import: \($0)") }
+        }
+        for line in plan.report { print(line) }
+        print(plan.changes.isEmpty ? "Nothing changed." : "\(plan.changes.count) change(s)\(self.dryRun ? " (dry run)" : "").")
     }
 }

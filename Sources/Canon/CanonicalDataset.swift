@@ -1,0 +1,57 @@
+import CloudCore
+import Foundation
+
+/// The canonical sports dataset as built by `scripts/dataset/build.py` into `Resources/canonical/`.
+public struct CanonicalDataset: Sendable {
+    public struct League: Codable, Sendable { public var id, name, abbreviation, sport: String }
+    public struct Conference: Codable, Sendable { public var id, leagueId, name: String }
+    public struct Division: Codable, Sendable { public var id, leagueId, name: String; public var conferenceId: String? }
+    public struct Stadium: Codable, Sendable {
+        public var id, name, city, country, timeZone: String
+        public var state: String?
+        public var latitude, longitude: Double
+        public var capacity, yearOpened: Int?
+        public var deprecatedAt: String?
+        public var sports: [String]
+    }
+    public struct Team: Codable, Sendable {
+        public var id, leagueId, name, city, homeStadiumId: String
+        public var conferenceId, divisionId, abbreviation: String?
+        public var yearFounded, firstSeason: Int?
+    }
+    public struct StadiumAlias: Codable, Sendable { public var id, stadiumId, name: String; public var validFrom, validUntil: String? }
+    public struct TeamAlias: Codable, Sendable { public var id, teamId, name: String; public var city, validFrom, validUntil: String? }
+    public struct TeamVenue: Codable, Sendable { public var id, teamId, stadiumId: String; public var validFrom, validUntil: String? }
+
+    public var leagues: [League]
+    public var conferences: [Conference]
+    public var divisions: [Division]
+    public var stadiums: [Stadium]
+    public var teams: [Team]
+    public var stadiumAliases: [StadiumAlias]
+    public var teamAliases: [TeamAlias]
+    public var teamVenues: [TeamVenue]
+
+    /// Reads every file of the dataset folder; a missing or malformed file is reported by name.
+    public static func load(from directory: String) throws -> CanonicalDataset {
+        func read<T: Decodable>(_ file: String) throws -> [T] {
+            let path = directory + "/" + file
+            guard let data = FileManager.default.contents(atPath: path) else { throw CanonError("cannot read \(path)") }
+            do {
+                return try JSONDecoder().decode([T].self, from: data)
+            } catch {
+                throw CanonError("\(path) is not a valid dataset file: \(error)")
+            }
+        }
+        return CanonicalDataset(
+            leagues: try read("leagues.json"), conferences: try read("conferences.json"), divisions: try read("divisions.json"),
+            stadiums: try read("stadiums.json"), teams: try read("teams.json"), stadiumAliases: try read("stadium_aliases.json"),
+            teamAliases: try read("team_aliases.json"), teamVenues: try read("team_venues.json"))
+    }
+}
+
+/// A problem with canonical data, reported to the operator as it is.
+public struct CanonError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
