@@ -53,6 +53,7 @@ let package = Package(
             dependencies: [
                 "CloudCore",
                 "CloudPostgres",
+                "CloudHTTP",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

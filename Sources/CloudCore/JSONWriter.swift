@@ -72,6 +72,12 @@ public struct JSONWriter: Sendable {
 
     private mutating func appendQuoted(_ text: String) {
         self.bytes.append(UInt8(ascii: "\""))
+        // Most strings need no escaping: copy them in one go.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
+            self.bytes.append(contentsOf: text.utf8)
+            self.bytes.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "\""): self.bytes.append(contentsOf: [92, 34])

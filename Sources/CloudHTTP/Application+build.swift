@@ -27,8 +27,21 @@ public struct ServerDependencies: Sendable {
     }
 }
 
-/// The router: CloudKit Web Services routes plus `/health`, `/ready` and `/metrics`.
-public func buildRouter(configuration: ServerConfiguration, dependencies: ServerDependencies) -> Router<BasicRequestContext> {
+/// An extension endpoint under `/database/1/{container}/{environment}/{database}/{path}` (POST): it gets the parsed
+/// body and the resolved database and returns the JSON to answer. Authentication and errors are the same as for
+/// the CloudKit endpoints; it may only read.
+public struct ExtensionEndpoint: Sendable {
+    public var path: String
+    public var handler: @Sendable (_ body: JSONValue, _ database: DatabaseRef, _ logger: Logger) async throws -> JSONValue
+
+    public init(path: String, handler: @escaping @Sendable (_ body: JSONValue, _ database: DatabaseRef, _ logger: Logger) async throws -> JSONValue) {
+        self.path = path
+        self.handler = handler
+    }
+}
+
+/// The router: CloudKit Web Services routes, extension endpoints, `/health`, `/ready` and `/metrics`.
+public func buildRouter(configuration: ServerConfiguration, dependencies: ServerDependencies, extensions: [ExtensionEndpoint] = []) -> Router<BasicRequestContext> {
     let router = Router()
     router.add(middleware: LogRequestsMiddleware(.info))
     router.add(middleware: MetricsMiddleware())
@@ -38,14 +51,16 @@ public func buildRouter(configuration: ServerConfiguration, dependencies: Server
         records: dependencies.records,
         authenticator: RequestAuthenticator(credentials: dependencies.credentials, signInURL: configuration.signInURL),
         maxBodyBytes: configuration.maxBodyBytes
-    ).addRoutes(to: router)
+    ).addRoutes(to: router, extensions: extensions)
     return router
 }
 
 /// The whole server: the router, and the tombstone purge job as a service (the database client runs outside).
-public func buildApplication(configuration: ServerConfiguration, dependencies: ServerDependencies, logger: Logger) -> some ApplicationProtocol {
+public func buildApplication(
+    configuration: ServerConfiguration, dependencies: ServerDependencies, extensions: [ExtensionEndpoint] = [], logger: Logger
+) -> some ApplicationProtocol {
     Application(
-        router: buildRouter(configuration: configuration, dependencies: dependencies),
+        router: buildRouter(configuration: configuration, dependencies: dependencies, extensions: extensions),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "StadiumCloud"),
         services: [
             TombstonePurgeService(

@@ -22,8 +22,17 @@ struct DatabaseController: Sendable {
     let recordsWritten = Counter(label: "stadiumcloud_records_written_total")
     let recordsServed = Counter(label: "stadiumcloud_change_records_served_total")
 
-    func addRoutes(to router: Router<BasicRequestContext>) {
+    func addRoutes(to router: Router<BasicRequestContext>, extensions: [ExtensionEndpoint] = []) {
         let group = router.group("database/1/:container/:environment/:database")
+        for endpoint in extensions {
+            group.post(RouterPath(endpoint.path)) { request, context in
+                try await self.run(request, context) { call in
+                    var writer = WireWriter()
+                    writer.json.value(try await endpoint.handler(.object(call.body.values), call.database, call.logger))
+                    return writer
+                }
+            }
+        }
         group.post("records/modify") { request, context in try await self.run(request, context, writes: true, self.modify) }
         group.post("records/lookup") { request, context in try await self.run(request, context, self.lookup) }
         group.post("records/query") { request, context in try await self.run(request, context, self.query) }

@@ -309,7 +309,7 @@ public final class RecordStore: Sendable {
             INSERT INTO records (zone_id, record_name, record_type, change_seq, deleted, fields, cascade_refs,
                 created_ms, created_by, created_device, modified_ms, modified_by, modified_device)
             SELECT \(zoneID), u.name, u.type, u.seq, u.deleted, u.fields::jsonb,
-                ARRAY(SELECT jsonb_array_elements_text(u.refs::jsonb)), u.cms, u.cby, u.cdev, u.mms, u.mby, u.mdev
+                CASE WHEN u.refs = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT jsonb_array_elements_text(u.refs::jsonb)) END, u.cms, u.cby, u.cdev, u.mms, u.mby, u.mdev
             FROM unnest(\(writes.map(\.recordName))::text[], \(writes.map(\.recordType))::text[], \(writes.map(\.changeSeq))::int8[],
                 \(writes.map(\.deleted))::bool[], \(writes.map { JSONWriter.encode($0.fieldsJSON) })::text[], \(cascadeRefs)::text[],
                 \(writes.map(\.created.timestamp))::int8[], \(writes.map(\.created.userRecordName))::text[], \(writes.map(\.created.deviceID))::text[],
@@ -324,6 +324,40 @@ public final class RecordStore: Sendable {
             advanced AS (UPDATE databases SET change_seq = \(lastSeq) WHERE id = \(databaseID) RETURNING 1)
             UPDATE zones SET change_seq = \(lastSeq), modified_ms = \(writes.last!.modified.timestamp) WHERE id = \(zoneID)
             """, logger: logger)
+    }
+
+    /// Every live record of `types` in a zone, with the database's change head they reflect (one snapshot), for
+    /// callers that keep a derived index and rebuild it when the head moves.
+    public func records(ofTypes types: [String], zoneName: String, in database: DatabaseRef, logger: Logger) async throws -> (records: [Record], head: Int64) {
+        try await self.client.reading { connection in
+            var builder = SQLBuilder()
+            let columns = Self.recordColumns(&builder, desiredKeys: nil)
+            builder.append(
+                """
+                SELECT d.change_seq, \(columns) FROM databases d JOIN zones z ON z.database_id = d.id AND z.zone_name = \(builder.bind(zoneName)) AND NOT z.deleted
+                JOIN records r ON r.zone_id = z.id AND NOT r.deleted AND r.record_type = ANY(\(builder.bind(types))::text[])
+                WHERE d.id = \(builder.bind(database.id))
+                """)
+            var head: Int64 = 0
+            var records: [Record] = []
+            for try await row in try await connection.query(builder.query, logger: logger).decode(
+                (Int64, String, String, Int64, Bool, String, Int64, String, String, Int64, String, String).self
+            ) {
+                head = row.0
+                records.append(try Self.record(from: Self.snapshot((row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9, row.10, row.11))))
+            }
+            return (records, head)
+        }
+    }
+
+    /// The database's last change number.
+    public func changeHead(of database: DatabaseRef, logger: Logger) async throws -> Int64 {
+        try await self.client.reading { connection in
+            for try await head in try await connection.query("SELECT change_seq FROM databases WHERE id = \(database.id)", logger: logger).decode(Int64.self) {
+                return head
+            }
+            return 0
+        }
     }
 
     // MARK: records/lookup

@@ -77,7 +77,9 @@ struct Serve: AsyncParsableCommand {
                     "\(pending.count) pending migration(s) (\(pending.map { "\($0.version)_\($0.name)" }.joined(separator: ", "))): run `stadiumcloud migrate up` or pass --migrate")
             }
             let dependencies = try await ServerDependencies(client: client, migrations: migrations, metrics: registry, limits: configuration.limits, logger: logger)
-            let app = buildApplication(configuration: configuration, dependencies: dependencies, logger: logger)
+            let app = buildApplication(
+                configuration: configuration, dependencies: dependencies,
+                extensions: CanonicalEndpoints(records: dependencies.records).endpoints, logger: logger)
             try await app.runService()
         }
     }

@@ -1,3 +1,4 @@
+import Canon
 import CloudCore
 import CloudHTTP
 import CloudPostgres
@@ -37,7 +38,9 @@ struct TestServer: Sendable {
             let operatorToken = try await credentials.createAPIToken(role: .operator, label: "test", logger: logger)
             let alice = try await credentials.createAccount(name: "alice", logger: logger)
             let bob = try await credentials.createAccount(name: "bob", logger: logger)
-            let app = buildApplication(configuration: configuration, dependencies: dependencies, logger: logger)
+            let app = buildApplication(
+                configuration: configuration, dependencies: dependencies,
+                extensions: CanonicalEndpoints(records: dependencies.records).endpoints, logger: logger)
             try await app.test(.router) { client in
                 try await body(TestServer(
                     client: client, dependencies: dependencies, apiToken: apiToken, operatorToken: operatorToken,

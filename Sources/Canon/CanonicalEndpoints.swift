@@ -1,0 +1,70 @@
+import CloudCore
+import CloudHTTP
+import CloudPostgres
+import Logging
+import Synchronization
+
+/// The documented extensions `canonical/resolve` and `canonical/nearby` on the public database
+/// (docs/CANONICAL.md). The directory is rebuilt when the database's change head moves.
+public final class CanonicalEndpoints: Sendable {
+    let records: RecordStore
+    private let cache = Mutex<[Int64: (head: Int64, directory: CanonicalDirectory)]>([:])
+
+    public init(records: RecordStore) { self.records = records }
+
+    public var endpoints: [ExtensionEndpoint] {
+        [
+            ExtensionEndpoint(path: "canonical/resolve") { body, database, logger in try await self.resolve(body, database, logger) },
+            ExtensionEndpoint(path: "canonical/nearby") { body, database, logger in try await self.nearby(body, database, logger) },
+        ]
+    }
+
+    func directory(for database: DatabaseRef, logger: Logger) async throws -> CanonicalDirectory {
+        guard database.scope == .public else { throw CloudError.badRequest("canonical/* answers from the public database only") }
+        let head = try await self.records.changeHead(of: database, logger: logger)
+        if let cached = self.cache.withLock({ $0[database.id] }), cached.head == head { return cached.directory }
+        let loaded = try await self.records.records(
+            ofTypes: ["Stadium", "Team", "StadiumAlias", "TeamAlias"], zoneName: defaultZoneName, in: database, logger: logger)
+        let directory = CanonicalDirectory(records: loaded.records)
+        self.cache.withLock { $0[database.id] = (loaded.head, directory) }
+        return directory
+    }
+
+    /// A date as ms since 1970, or `YYYY-MM-DD`.
+    static func date(_ value: JSONValue?) throws -> Int64? {
+        guard let value, !value.isNull else { return nil }
+        if let text = value.stringValue, text.contains("-") {
+            do { return try CanonicalDate.milliseconds(text) } catch { throw CloudError.badRequest("date must be milliseconds or YYYY-MM-DD") }
+        }
+        guard let ms = value.int64Value else { throw CloudError.badRequest("date must be milliseconds or YYYY-MM-DD") }
+        return ms
+    }
+
+    func resolve(_ body: JSONValue, _ database: DatabaseRef, _ logger: Logger) async throws -> JSONValue {
+        guard let name = body["name"]?.stringValue, !name.isEmpty else { throw CloudError.badRequest("name is required") }
+        let results = try await self.directory(for: database, logger: logger).resolve(name, on: try Self.date(body["date"]))
+        return ["results": .array(results.map { result in
+            [
+                "canonicalId": .string(result.canonicalId), "recordType": .string(result.recordType),
+                "uuid": .string(CanonicalID.uuid(for: result.canonicalId).uuidString), "currentName": .string(result.currentName),
+                "allNames": .array(result.allNames.map(JSONValue.string)), "matchedName": .string(result.matchedName),
+            ]
+        })]
+    }
+
+    func nearby(_ body: JSONValue, _ database: DatabaseRef, _ logger: Logger) async throws -> JSONValue {
+        guard let latitude = body["latitude"]?.doubleValue, let longitude = body["longitude"]?.doubleValue,
+            (-90...90).contains(latitude), (-180...180).contains(longitude)
+        else { throw CloudError.badRequest("latitude (-90…90) and longitude (-180…180) are required") }
+        let radius = body["radius"]?.doubleValue ?? 5000
+        guard radius > 0, radius <= 50_000 else { throw CloudError.badRequest("radius must be 1 to 50000 metres") }
+        let venues = try await self.directory(for: database, logger: logger).nearby(
+            latitude: latitude, longitude: longitude, radius: radius, sport: body["sport"]?.stringValue, on: try Self.date(body["date"]))
+        return ["venues": .array(venues.map { venue in
+            [
+                "canonicalId": .string(venue.canonicalId), "name": .string(venue.name),
+                "distance": .double((venue.distanceMeters * 10).rounded() / 10), "confidence": .string(venue.confidence.rawValue),
+            ]
+        })]
+    }
+}
