@@ -18,19 +18,24 @@ public struct Record: Sendable, Hashable {
     /// Position in the database's change sequence; also the source of the `recordChangeTag`.
     public var changeSeq: Int64
     public var deleted: Bool
-    public var fields: [String: FieldValue]
+    /// The fields; `encodedFields` follows every change.
+    public var fields: [String: FieldValue] { didSet { self.encodedFields = Self.encode(self.fields) } }
+    /// The fields as JSON text (what the database stores and responses carry), encoded once per change.
+    public private(set) var encodedFields: String
     public var created: ChangeStamp
     public var modified: ChangeStamp
 
+    /// - Parameter encodedFields: the fields' JSON text when the caller already has it (read from the database).
     public init(
         recordName: String, recordType: String, changeSeq: Int64, deleted: Bool = false,
-        fields: [String: FieldValue], created: ChangeStamp, modified: ChangeStamp
+        fields: [String: FieldValue], encodedFields: String? = nil, created: ChangeStamp, modified: ChangeStamp
     ) {
         self.recordName = recordName
         self.recordType = recordType
         self.changeSeq = changeSeq
         self.deleted = deleted
         self.fields = fields
+        self.encodedFields = encodedFields ?? Self.encode(fields)
         self.created = created
         self.modified = modified
     }
@@ -39,6 +44,23 @@ public struct Record: Sendable, Hashable {
 
     /// The fields as one JSON object in the stored/wire shape.
     public var fieldsJSON: JSONValue { .object(self.fields.mapValues(\.json)) }
+
+    public static func encode(_ fields: [String: FieldValue]) -> String {
+        var writer = JSONWriter(capacity: 64 * fields.count + 2)
+        writer.beginObject()
+        for name in fields.keys.sorted() {
+            let field = fields[name]!
+            writer.key(name)
+            writer.beginObject()
+            writer.key("type")
+            writer.string(field.type.rawValue)
+            writer.key("value")
+            writer.value(field.value)
+            writer.endObject()
+        }
+        writer.endObject()
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
 }
 
 /// `recordChangeTag`s are the record's change sequence number in base 36: short, opaque, unique per version.

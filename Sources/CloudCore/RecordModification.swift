@@ -118,6 +118,7 @@ public struct ModificationPlan: Sendable {
             let record = Record(
                 recordName: operation.recordName, recordType: recordType, changeSeq: seq, fields: fields,
                 created: current?.created ?? stamp, modified: stamp)
+            try rules.checkSize(of: record, path: path)
             writes.append(record)
             outcomes.append(.saved(record))
         }
@@ -149,11 +150,15 @@ struct FieldRules {
         if let schema = self.schema, let recordType {
             try schema.validate(recordType: recordType, fields: fields, in: self.scope, path: path)
         }
-        let size = JSONWriter.encode(.object(fields.mapValues(\.json))).utf8.count
-        if size > self.maxRecordBytes {
-            throw CloudError.badRequest("\(path): record \(operation.recordName) is \(size) bytes; the limit is \(self.maxRecordBytes) bytes per record (assets excluded)")
-        }
         return fields
+    }
+
+    /// The per-record size limit, on the fields' JSON text.
+    func checkSize(of record: Record, path: String) throws {
+        let size = record.encodedFields.utf8.count
+        if size > self.maxRecordBytes {
+            throw CloudError.badRequest("\(path): record \(record.recordName) is \(size) bytes; the limit is \(self.maxRecordBytes) bytes per record (assets excluded)")
+        }
     }
 }
 

@@ -25,10 +25,10 @@ public struct RecordSnapshot: Sendable, Hashable {
 
     /// The snapshot of a record, keeping only `desiredKeys` when given.
     public init(_ record: Record, desiredKeys: Set<String>? = nil) {
-        let fields = desiredKeys.map { keys in record.fields.filter { keys.contains($0.key) } } ?? record.fields
+        let fieldsJSON = desiredKeys.map { keys in Record.encode(record.fields.filter { keys.contains($0.key) }) } ?? record.encodedFields
         self.init(
             recordName: record.recordName, recordType: record.recordType, changeSeq: record.changeSeq,
-            deleted: record.deleted, fieldsJSON: JSONWriter.encode(.object(fields.mapValues(\.json))),
+            deleted: record.deleted, fieldsJSON: fieldsJSON,
             created: record.created, modified: record.modified)
     }
 

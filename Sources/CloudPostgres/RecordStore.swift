@@ -226,7 +226,7 @@ public final class RecordStore: Sendable {
         return Record(
             recordName: snapshot.recordName, recordType: snapshot.recordType, changeSeq: snapshot.changeSeq,
             deleted: snapshot.deleted, fields: stored.compactMapValues(FieldValue.init(stored:)),
-            created: snapshot.created, modified: snapshot.modified)
+            encodedFields: snapshot.fieldsJSON, created: snapshot.created, modified: snapshot.modified)
     }
 
     static func loadRecords(_ names: [String], zoneID: Int64, on connection: PostgresConnection, logger: Logger) async throws -> [String: Record] {
@@ -299,30 +299,36 @@ public final class RecordStore: Sendable {
     }
 
     /// Upserts record versions and advances the database's and zone's change numbers, in one statement.
+    /// Every version of one call shares its `modified` stamp (one request, one writer), bound once; `created`
+    /// is that stamp for a new record (or one replacing a tombstone) and stays as stored otherwise — the rule
+    /// `ModificationPlan` follows, applied by the database so it needs no per-row arrays.
     static func store(_ writes: [Record], zoneID: Int64, databaseID: Int64, lastSeq: Int64, on connection: PostgresConnection, logger: Logger) async throws {
         let cascadeRefs = writes.map { record in
-            JSONWriter.encode(.array(Reference.all(in: record.fields).filter { $0.action == .deleteSelf }.map { .string($0.recordName) }))
+            let targets = Reference.all(in: record.fields).filter { $0.action == .deleteSelf }
+            return targets.isEmpty ? "[]" : JSONWriter.encode(.array(targets.map { .string($0.recordName) }))
         }
+        let stamp = writes.last!.modified
         try await connection.query(
             """
             WITH upserted AS (
             INSERT INTO records (zone_id, record_name, record_type, change_seq, deleted, fields, cascade_refs,
                 created_ms, created_by, created_device, modified_ms, modified_by, modified_device)
             SELECT \(zoneID), u.name, u.type, u.seq, u.deleted, u.fields::jsonb,
-                CASE WHEN u.refs = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT jsonb_array_elements_text(u.refs::jsonb)) END, u.cms, u.cby, u.cdev, u.mms, u.mby, u.mdev
+                CASE WHEN u.refs = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT jsonb_array_elements_text(u.refs::jsonb)) END,
+                \(stamp.timestamp), \(stamp.userRecordName), \(stamp.deviceID), \(stamp.timestamp), \(stamp.userRecordName), \(stamp.deviceID)
             FROM unnest(\(writes.map(\.recordName))::text[], \(writes.map(\.recordType))::text[], \(writes.map(\.changeSeq))::int8[],
-                \(writes.map(\.deleted))::bool[], \(writes.map { JSONWriter.encode($0.fieldsJSON) })::text[], \(cascadeRefs)::text[],
-                \(writes.map(\.created.timestamp))::int8[], \(writes.map(\.created.userRecordName))::text[], \(writes.map(\.created.deviceID))::text[],
-                \(writes.map(\.modified.timestamp))::int8[], \(writes.map(\.modified.userRecordName))::text[], \(writes.map(\.modified.deviceID))::text[])
-                AS u(name, type, seq, deleted, fields, refs, cms, cby, cdev, mms, mby, mdev)
+                \(writes.map(\.deleted))::bool[], \(writes.map(\.encodedFields))::text[], \(cascadeRefs)::text[])
+                AS u(name, type, seq, deleted, fields, refs)
             ON CONFLICT (zone_id, record_name) DO UPDATE SET
                 record_type = EXCLUDED.record_type, change_seq = EXCLUDED.change_seq, deleted = EXCLUDED.deleted,
-                fields = EXCLUDED.fields, cascade_refs = EXCLUDED.cascade_refs, created_ms = EXCLUDED.created_ms,
-                created_by = EXCLUDED.created_by, created_device = EXCLUDED.created_device, modified_ms = EXCLUDED.modified_ms,
-                modified_by = EXCLUDED.modified_by, modified_device = EXCLUDED.modified_device
+                fields = EXCLUDED.fields, cascade_refs = EXCLUDED.cascade_refs,
+                created_ms = CASE WHEN records.deleted THEN EXCLUDED.created_ms ELSE records.created_ms END,
+                created_by = CASE WHEN records.deleted THEN EXCLUDED.created_by ELSE records.created_by END,
+                created_device = CASE WHEN records.deleted THEN EXCLUDED.created_device ELSE records.created_device END,
+                modified_ms = EXCLUDED.modified_ms, modified_by = EXCLUDED.modified_by, modified_device = EXCLUDED.modified_device
             RETURNING 1),
             advanced AS (UPDATE databases SET change_seq = \(lastSeq) WHERE id = \(databaseID) RETURNING 1)
-            UPDATE zones SET change_seq = \(lastSeq), modified_ms = \(writes.last!.modified.timestamp) WHERE id = \(zoneID)
+            UPDATE zones SET change_seq = \(lastSeq), modified_ms = \(stamp.timestamp) WHERE id = \(zoneID)
             """, logger: logger)
     }
 

@@ -18,6 +18,7 @@ import Testing
             #expect(after["fields"]?["notes"] == nil)
             #expect(after["fields"]?["tags"] != nil)
             #expect(after["recordChangeTag"]?.stringValue != tag)
+            #expect(after["created"] == record["created"], "an update keeps the record's created stamp")
 
             let lookup = try await server.call("records/lookup", ["records": [["recordName": "v1"], ["recordName": "nope"]], "desiredKeys": ["rating"]], as: server.alice)
             #expect(lookup.records.count == 2)
@@ -29,6 +30,13 @@ import Testing
             #expect(deleted.records.first == ["recordName": "v1", "deleted": true])
             let gone = try await server.call("records/lookup", ["records": [["recordName": "v1"]]], as: server.alice)
             #expect(gone.records.first?["serverErrorCode"] == "NOT_FOUND")
+
+            // Created again over its tombstone: a new record with a new created stamp.
+            try await Task.sleep(for: .milliseconds(5))
+            let again = try await server.modify([Op.create("v1")], as: server.bob)
+            #expect(again.status == 200)
+            let reborn = try await server.modify([Op.create("v1")])
+            #expect(reborn.records.first?["created"]?["timestamp"] != record["created"]?["timestamp"])
         }
     }
 
