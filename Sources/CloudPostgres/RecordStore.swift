@@ -131,32 +131,53 @@ public final class RecordStore: Sendable {
         }
         let atomic = zoneName != defaultZoneName && (requestedAtomic ?? true)
         let limits = self.limits
-        return try await self.client.transaction(logger: logger) { connection in
-            let (head, zoneID, schema) = try await self.beginWrite(zoneName: zoneName, in: database, on: connection, logger: logger)
-            let existing = try await Self.loadRecords(operations.map(\.recordName), zoneID: zoneID, on: connection, logger: logger)
-            var plan = try ModificationPlan(
-                operations: operations, existing: existing, firstSeq: head + 1, stamp: stamp,
-                maxRecordBytes: limits.maxRecordBytes, schema: schema, scope: database.scope)
-            try await Self.checkValidatedReferences(&plan, existing: existing, zoneID: zoneID, on: connection, logger: logger)
-
-            if atomic, plan.outcomes.contains(where: \.isFailure) {
-                let outcomes = plan.outcomes.map { outcome -> OperationOutcome in
-                    switch outcome {
-                    case .failed: return outcome
-                    case .saved(let record): return .failed(recordName: record.recordName, error: .atomicFailure, serverRecord: nil)
-                    case .deleted(let name, _): return .failed(recordName: name, error: .atomicFailure, serverRecord: nil)
-                    }
+        do {
+            return try await self.client.transaction(logger: logger) { connection in
+                let (head, zoneID, schema) = try await self.beginWrite(zoneName: zoneName, in: database, on: connection, logger: logger)
+                // A create needs no lookup: the upsert refuses a create whose name is live, and only those are loaded.
+                let lookedUp = operations.filter { $0.type != .create }.map(\.recordName)
+                let existing = lookedUp.isEmpty ? [:] : try await Self.loadRecords(lookedUp, zoneID: zoneID, on: connection, logger: logger)
+                var plan = try ModificationPlan(
+                    operations: operations, existing: existing, firstSeq: head + 1, stamp: stamp,
+                    maxRecordBytes: limits.maxRecordBytes, schema: schema, scope: database.scope)
+                try await Self.checkValidatedReferences(&plan, existing: existing, zoneID: zoneID, on: connection, logger: logger)
+                if atomic, plan.outcomes.contains(where: \.isFailure) {
+                    return ModifyResult(outcomes: Self.atomicFailure(plan.outcomes), atomicFailed: true)
                 }
-                return ModifyResult(outcomes: outcomes, atomicFailed: true)
+                var writes = plan.writes
+                var lastSeq = plan.lastSeq
+                try await Self.cascadeDeletes(&writes, lastSeq: &lastSeq, zoneID: zoneID, stamp: stamp, on: connection, logger: logger)
+                guard !writes.isEmpty else { return ModifyResult(outcomes: plan.outcomes, atomicFailed: false) }
+                let creates = Set(operations.filter { $0.type == .create }.map(\.recordName))
+                let taken = try await Self.store(writes, creates: creates, zoneID: zoneID, databaseID: database.id, lastSeq: lastSeq, on: connection, logger: logger)
+                guard !taken.isEmpty else { return ModifyResult(outcomes: plan.outcomes, atomicFailed: false) }
+                let current = try await Self.loadRecords(Array(taken), zoneID: zoneID, on: connection, logger: logger)
+                let outcomes = plan.outcomes.map { outcome -> OperationOutcome in
+                    guard case .saved(let record) = outcome, taken.contains(record.recordName) else { return outcome }
+                    return .failed(recordName: record.recordName, error: CloudError(.exists, "record to insert already exists"), serverRecord: current[record.recordName])
+                }
+                // An atomic batch with a taken name must leave nothing behind: throwing rolls the transaction back.
+                if atomic { throw AtomicBatchFailed(outcomes: Self.atomicFailure(outcomes)) }
+                return ModifyResult(outcomes: outcomes, atomicFailed: false)
             }
-            var writes = plan.writes
-            var lastSeq = plan.lastSeq
-            try await Self.cascadeDeletes(&writes, lastSeq: &lastSeq, zoneID: zoneID, stamp: stamp, on: connection, logger: logger)
-            if !writes.isEmpty {
-                try await Self.store(writes, zoneID: zoneID, databaseID: database.id, lastSeq: lastSeq, on: connection, logger: logger)
-            }
-            return ModifyResult(outcomes: plan.outcomes, atomicFailed: false)
+        } catch let failure as AtomicBatchFailed {
+            return ModifyResult(outcomes: failure.outcomes, atomicFailed: true)
         }
+    }
+
+    /// A failed atomic batch: every operation that would have succeeded reports ATOMIC_ERROR instead.
+    static func atomicFailure(_ outcomes: [OperationOutcome]) -> [OperationOutcome] {
+        outcomes.map { outcome in
+            switch outcome {
+            case .failed: outcome
+            case .saved(let record): .failed(recordName: record.recordName, error: .atomicFailure, serverRecord: nil)
+            case .deleted(let name, _): .failed(recordName: name, error: .atomicFailure, serverRecord: nil)
+            }
+        }
+    }
+
+    struct AtomicBatchFailed: Error {
+        var outcomes: [OperationOutcome]
     }
 
     /// Takes the row lock that orders every write of a database (docs/SYNC.md) and returns its last change number.
@@ -299,37 +320,59 @@ public final class RecordStore: Sendable {
     }
 
     /// Upserts record versions and advances the database's and zone's change numbers, in one statement.
-    /// Every version of one call shares its `modified` stamp (one request, one writer), bound once; `created`
-    /// is that stamp for a new record (or one replacing a tombstone) and stays as stored otherwise — the rule
-    /// `ModificationPlan` follows, applied by the database so it needs no per-row arrays.
-    static func store(_ writes: [Record], zoneID: Int64, databaseID: Int64, lastSeq: Int64, on connection: PostgresConnection, logger: Logger) async throws {
-        let cascadeRefs = writes.map { record in
-            let targets = Reference.all(in: record.fields).filter { $0.action == .deleteSelf }
-            return targets.isEmpty ? "[]" : JSONWriter.encode(.array(targets.map { .string($0.recordName) }))
-        }
+    /// Versions named in `creates` are inserted only where the name is free or a tombstone; returns the names of
+    /// those that met a live record (EXISTS). Every version of one call shares its `modified` stamp (one request,
+    /// one writer), bound once; `created` is that stamp for a new record (or one replacing a tombstone) and stays
+    /// as stored otherwise — the rule `ModificationPlan` follows, applied by the database.
+    @discardableResult
+    static func store(
+        _ writes: [Record], creates: Set<String> = [], zoneID: Int64, databaseID: Int64, lastSeq: Int64,
+        on connection: PostgresConnection, logger: Logger
+    ) async throws -> Set<String> {
         let stamp = writes.last!.modified
-        try await connection.query(
+        var builder = SQLBuilder()
+        let zone = builder.bind(zoneID)
+        let stampColumns = "\(builder.bind(stamp.timestamp)), \(builder.bind(stamp.userRecordName)), \(builder.bind(stamp.deviceID))"
+        func upsert(_ rows: [Record], onlyOverTombstones: Bool) -> String {
+            let cascadeRefs = rows.map { record in
+                let targets = Reference.all(in: record.fields).filter { $0.action == .deleteSelf }
+                return targets.isEmpty ? "[]" : JSONWriter.encode(.array(targets.map { .string($0.recordName) }))
+            }
+            return """
+                INSERT INTO records (zone_id, record_name, record_type, change_seq, deleted, fields, cascade_refs,
+                    created_ms, created_by, created_device, modified_ms, modified_by, modified_device)
+                SELECT \(zone), u.name, u.type, u.seq, u.deleted, u.fields::jsonb,
+                    CASE WHEN u.refs = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT jsonb_array_elements_text(u.refs::jsonb)) END,
+                    \(stampColumns), \(stampColumns)
+                FROM unnest(\(builder.bind(rows.map(\.recordName)))::text[], \(builder.bind(rows.map(\.recordType)))::text[],
+                    \(builder.bind(rows.map(\.changeSeq)))::int8[], \(builder.bind(rows.map(\.deleted)))::bool[],
+                    \(builder.bind(rows.map(\.encodedFields)))::text[], \(builder.bind(cascadeRefs))::text[])
+                    AS u(name, type, seq, deleted, fields, refs)
+                ON CONFLICT (zone_id, record_name) DO UPDATE SET
+                    record_type = EXCLUDED.record_type, change_seq = EXCLUDED.change_seq, deleted = EXCLUDED.deleted,
+                    fields = EXCLUDED.fields, cascade_refs = EXCLUDED.cascade_refs,
+                    created_ms = CASE WHEN records.deleted THEN EXCLUDED.created_ms ELSE records.created_ms END,
+                    created_by = CASE WHEN records.deleted THEN EXCLUDED.created_by ELSE records.created_by END,
+                    created_device = CASE WHEN records.deleted THEN EXCLUDED.created_device ELSE records.created_device END,
+                    modified_ms = EXCLUDED.modified_ms, modified_by = EXCLUDED.modified_by, modified_device = EXCLUDED.modified_device
+                \(onlyOverTombstones ? "WHERE records.deleted" : "")
+                RETURNING record_name
+                """
+        }
+        let fresh = writes.filter { creates.contains($0.recordName) }
+        let others = writes.filter { !creates.contains($0.recordName) }
+        let last = builder.bind(lastSeq)
+        builder.append(
             """
-            WITH upserted AS (
-            INSERT INTO records (zone_id, record_name, record_type, change_seq, deleted, fields, cascade_refs,
-                created_ms, created_by, created_device, modified_ms, modified_by, modified_device)
-            SELECT \(zoneID), u.name, u.type, u.seq, u.deleted, u.fields::jsonb,
-                CASE WHEN u.refs = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT jsonb_array_elements_text(u.refs::jsonb)) END,
-                \(stamp.timestamp), \(stamp.userRecordName), \(stamp.deviceID), \(stamp.timestamp), \(stamp.userRecordName), \(stamp.deviceID)
-            FROM unnest(\(writes.map(\.recordName))::text[], \(writes.map(\.recordType))::text[], \(writes.map(\.changeSeq))::int8[],
-                \(writes.map(\.deleted))::bool[], \(writes.map(\.encodedFields))::text[], \(cascadeRefs)::text[])
-                AS u(name, type, seq, deleted, fields, refs)
-            ON CONFLICT (zone_id, record_name) DO UPDATE SET
-                record_type = EXCLUDED.record_type, change_seq = EXCLUDED.change_seq, deleted = EXCLUDED.deleted,
-                fields = EXCLUDED.fields, cascade_refs = EXCLUDED.cascade_refs,
-                created_ms = CASE WHEN records.deleted THEN EXCLUDED.created_ms ELSE records.created_ms END,
-                created_by = CASE WHEN records.deleted THEN EXCLUDED.created_by ELSE records.created_by END,
-                created_device = CASE WHEN records.deleted THEN EXCLUDED.created_device ELSE records.created_device END,
-                modified_ms = EXCLUDED.modified_ms, modified_by = EXCLUDED.modified_by, modified_device = EXCLUDED.modified_device
-            RETURNING 1),
-            advanced AS (UPDATE databases SET change_seq = \(lastSeq) WHERE id = \(databaseID) RETURNING 1)
-            UPDATE zones SET change_seq = \(lastSeq), modified_ms = \(stamp.timestamp) WHERE id = \(zoneID)
-            """, logger: logger)
+            WITH created AS (\(upsert(fresh, onlyOverTombstones: true))),
+            upserted AS (\(upsert(others, onlyOverTombstones: false))),
+            advanced AS (UPDATE databases SET change_seq = \(last) WHERE id = \(builder.bind(databaseID)) RETURNING 1),
+            zoned AS (UPDATE zones SET change_seq = \(last), modified_ms = \(builder.bind(stamp.timestamp)) WHERE id = \(zone) RETURNING 1)
+            SELECT record_name FROM created
+            """)
+        var inserted = Set<String>()
+        for try await name in try await connection.query(builder.query, logger: logger).decode(String.self) { inserted.insert(name) }
+        return Set(fresh.map(\.recordName)).subtracting(inserted)
     }
 
     /// Every live record of `types` in a zone, with the database's change head they reflect (one snapshot), for
