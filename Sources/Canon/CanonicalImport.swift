@@ -24,18 +24,18 @@ public struct CanonicalImportPlan: Sendable {
     public static let canonicalTypes: Set<String> = ["League", "Conference", "Division", "Stadium", "Team", "StadiumAlias", "TeamAlias", "TeamVenue"]
 
     /// - Throws: `CanonError` listing every immutable field the source tried to change (nothing is imported).
-    public init(source: [CanonicalRecord], stored: [String: Record], schema: Schema, now: Int64) throws {
+    public init(source: [RecordDraft], stored: [String: Record], schema: Schema, now: Int64) throws {
         func owners(_ type: String) -> [String: FieldOwner] { schema.recordTypes[type]?.fields.mapValues(\.owner) ?? [:] }
         var refusals: [String] = []
         var sourceNames = Set<String>()
         // Names that keep an alias after this import (the source's, and aliases earlier imports added), by owner.
         var aliasNames = Set<String>()
         let addedAliases = stored.values.filter { !$0.deleted && Self.isAddedAlias($0.recordName) }
-        for record in source + addedAliases.map({ CanonicalRecord(recordName: $0.recordName, recordType: $0.recordType, fields: $0.fields) }) {
+        for record in source + addedAliases.map({ RecordDraft(recordName: $0.recordName, recordType: $0.recordType, fields: $0.fields) }) {
             guard let owner = Self.aliasOwner(record), let name = record.fields["name"]?.value.stringValue else { continue }
             aliasNames.insert(owner + "\u{1F}" + name)
         }
-        var renames: [(record: CanonicalRecord, oldName: String)] = []
+        var renames: [(record: RecordDraft, oldName: String)] = []
 
         for record in source {
             sourceNames.insert(record.recordName)
@@ -82,7 +82,7 @@ public struct CanonicalImportPlan: Sendable {
     static func isAddedAlias(_ recordName: String) -> Bool { recordName.contains("_renamed_") }
 
     /// The record an alias-like record names (`stadium` of a StadiumAlias, `team` of a TeamAlias).
-    static func aliasOwner(_ record: CanonicalRecord) -> String? {
+    static func aliasOwner(_ record: RecordDraft) -> String? {
         switch record.recordType {
         case "StadiumAlias": record.fields["stadium"]?.value["recordName"]?.stringValue
         case "TeamAlias": record.fields["team"]?.value["recordName"]?.stringValue
@@ -91,7 +91,7 @@ public struct CanonicalImportPlan: Sendable {
     }
 
     /// An alias for a name the source dropped: valid until the import that saw the rename.
-    static func alias(for record: CanonicalRecord, oldName: String, until now: Int64) -> RecordDraft {
+    static func alias(for record: RecordDraft, oldName: String, until now: Int64) -> RecordDraft {
         let isStadium = record.recordType == "Stadium"
         let digest = SHA256.hash(data: Array((record.recordName + "|" + oldName).utf8)).prefix(6).map { String(format: "%02x", $0) }.joined()
         let id = (isStadium ? "stadium_alias_" : "team_alias_") + record.recordName.split(separator: "_", maxSplits: 1).last! + "_renamed_" + digest

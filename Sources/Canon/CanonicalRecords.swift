@@ -2,19 +2,6 @@ import CloudCore
 import Crypto
 import Foundation
 
-/// A canonical record as the source wants it: its id (also its record name), type and fields.
-public struct CanonicalRecord: Sendable, Equatable {
-    public var recordName: String
-    public var recordType: String
-    public var fields: [String: FieldValue]
-
-    public init(recordName: String, recordType: String, fields: [String: FieldValue]) {
-        self.recordName = recordName
-        self.recordType = recordType
-        self.fields = fields
-    }
-}
-
 /// Canonical ids and the UUIDs derived from them.
 public enum CanonicalID {
     /// A UUID derived from SHA-256 of the canonical id (RFC 9562 version 8), so every client agrees on it.
@@ -33,15 +20,15 @@ public enum CanonicalID {
 }
 
 extension CanonicalDataset {
-    /// Every record the dataset describes, in a stable order (leagues first, aliases last).
-    public func records() throws -> [CanonicalRecord] {
-        var records: [CanonicalRecord] = []
+    /// Every record the dataset describes as the source wants it, in a stable order (leagues first, aliases last).
+    public func records() throws -> [RecordDraft] {
+        var records: [RecordDraft] = []
         func add(_ id: String, _ type: String, _ fields: [String: FieldValue?]) throws {
             guard CanonicalID.isValid(id) else { throw CanonError("\(type) id \(id) is not a canonical id (lowercase words joined by _)") }
             var all = fields.compactMapValues { $0 }
             all["canonicalId"] = FieldValue(type: .string, value: .string(id))
             all["uuid"] = FieldValue(type: .string, value: .string(CanonicalID.uuid(for: id).uuidString))
-            records.append(CanonicalRecord(recordName: id, recordType: type, fields: all))
+            records.append(RecordDraft(recordName: id, recordType: type, fields: all))
         }
         for league in self.leagues {
             try add(league.id, "League", ["name": .string(league.name), "abbreviation": .string(league.abbreviation), "sport": .string(league.sport)])

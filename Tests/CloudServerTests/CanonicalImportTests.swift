@@ -63,7 +63,7 @@ import Testing
         var schema = try Self.schema.get()
         schema.recordTypes["Stadium"]!.fields["userNickname"] = FieldSchema(type: .string, owner: .user)
         let stamp = ChangeStamp(timestamp: 0, userRecordName: "_", deviceID: "")
-        let source = [CanonicalRecord(recordName: "stadium_mlb_oracle_park", recordType: "Stadium", fields: [
+        let source = [RecordDraft(recordName: "stadium_mlb_oracle_park", recordType: "Stadium", fields: [
             "canonicalId": FieldValue(type: .string, value: "stadium_mlb_oracle_park"), "name": FieldValue(type: .string, value: "Oracle Park"),
         ])]
         let stored = Record(recordName: "stadium_mlb_oracle_park", recordType: "Stadium", changeSeq: 1, fields: [
