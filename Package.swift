@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
     ],
     targets: [
         /// Domain: records, field values, zones, change tokens, errors. Foundation + Crypto only.
@@ -32,6 +33,16 @@ let package = Package(
                 "CloudCore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        /// Asset bytes: streamed partial uploads, SHA-256, atomic content-addressed blobs (issue 3).
+        .target(
+            name: "CloudAssets",
+            dependencies: [
+                "CloudCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "_NIOFileSystem", package: "swift-nio"),
             ]
         ),
         /// The CloudKit Web Services routes, auth, wire encoding and error mapping.
@@ -79,6 +90,7 @@ let package = Package(
         ),
         .testTarget(name: "CloudCoreTests", dependencies: ["CloudCore"]),
         .testTarget(name: "CanonTests", dependencies: ["Canon", "CloudCore"]),
+        .testTarget(name: "CloudAssetsTests", dependencies: ["CloudAssets", "CloudCore"]),
         .testTarget(
             name: "CloudServerTests",
             dependencies: [

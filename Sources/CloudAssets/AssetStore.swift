@@ -1,0 +1,44 @@
+import CloudCore
+import NIOCore
+
+/// An asset the store holds: its SHA-256 (lowercase hex) and size in bytes.
+public struct StoredAsset: Sendable, Hashable {
+    public var checksum: String
+    public var size: Int64
+
+    public init(checksum: String, size: Int64) {
+        self.checksum = checksum
+        self.size = size
+    }
+}
+
+/// Where asset bytes live: partial uploads that grow by appends, then content-addressed blobs per owner. The
+/// filesystem implementation is `FileAssetStore`; an S3-compatible one for several server nodes is described in
+/// docs/ASSETS.md. Errors a client can cause are `CloudError`s.
+public protocol AssetStore: Sendable {
+    /// How many bytes of `upload` the store has (0 for an upload it has never seen): where a client resumes.
+    func uploadedLength(of upload: String) async throws -> Int64
+
+    /// Appends `chunks` to `upload`, which must be exactly `offset` bytes long, without holding them in memory.
+    /// Stops with QUOTA_EXCEEDED (and drops the upload) once it would pass `maxSize`. Returns the new length.
+    func append<Chunks: AsyncSequence & Sendable>(_ chunks: Chunks, to upload: String, at offset: Int64, maxSize: Int64) async throws -> Int64
+    where Chunks.Element == ByteBuffer
+
+    /// Finishes `upload`: verifies SHA-256 over the whole file (and `expectedChecksum`, hex or base64, when
+    /// given), makes it durable and moves it atomically into `owner`'s blobs. The same bytes stored twice are
+    /// kept once.
+    func complete(upload: String, owner: String, expectedChecksum: String?) async throws -> StoredAsset
+
+    /// The size of `owner`'s blob with `checksum`, or nil.
+    func size(owner: String, checksum: String) async throws -> Int64?
+
+    /// Streams `range` (or all) of a blob to `write`, in chunks.
+    func read(owner: String, checksum: String, range: Range<Int64>?, to write: (ByteBuffer) async throws -> Void) async throws
+
+    /// Removes a blob (the collector calls this once no record references it).
+    func remove(owner: String, checksum: String) async throws
+
+    /// Drops partial uploads untouched for longer than `age` seconds (abandoned or cut off by a crash).
+    @discardableResult
+    func removePartialUploads(olderThan age: Double) async throws -> Int
+}

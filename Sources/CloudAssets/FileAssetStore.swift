@@ -1,0 +1,163 @@
+import CloudCore
+import Crypto
+import Foundation
+import NIOCore
+import _NIOFileSystem
+import Synchronization
+
+/// Assets on the local filesystem: `partial/<upload>` grows by appends; a completed upload is fsynced and renamed
+/// to `blobs/<owner>/<checksum>`, so a referenced blob is always whole (rename is atomic on one filesystem).
+public final class FileAssetStore: AssetStore {
+    let root: String
+    let fileSystem = FileSystem.shared
+    /// SHA-256 state of uploads in progress, so hashing happens while bytes stream in. Lost on restart: then the
+    /// partial file is hashed again from disk before it grows.
+    private let hashing = Mutex<[String: (hasher: SHA256, length: Int64)]>([:])
+    static let chunkLength: ByteCount = .kibibytes(256)
+
+    public init(root: String) throws {
+        self.root = root
+        for folder in ["partial", "blobs"] {
+            try FileManager.default.createDirectory(atPath: root + "/" + folder, withIntermediateDirectories: true)
+        }
+    }
+
+    func partialPath(_ upload: String) throws -> FilePath {
+        try Self.checkName(upload, what: "upload id")
+        return FilePath(self.root + "/partial/" + upload)
+    }
+
+    func blobPath(owner: String, checksum: String) throws -> FilePath {
+        try Self.checkName(owner, what: "owner")
+        guard checksum.count == 64, checksum.allSatisfy(\.isHexDigit) else { throw CloudError.badRequest("asset checksum must be 64 hex digits") }
+        return FilePath(self.root + "/blobs/" + owner + "/" + checksum.lowercased())
+    }
+
+    /// Names become path components: letters, digits, `_` and `-` only.
+    static func checkName(_ name: String, what: String) throws {
+        guard (1...128).contains(name.utf8.count), name.utf8.allSatisfy({ $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }) else {
+            throw CloudError.badRequest("\(what) \(name.debugDescription) is not valid")
+        }
+    }
+
+    public func uploadedLength(of upload: String) async throws -> Int64 {
+        let path = try self.partialPath(upload)
+        guard let info = try await self.fileSystem.info(forFileAt: path) else { return 0 }
+        return info.size
+    }
+
+    public func append<Chunks: AsyncSequence & Sendable>(_ chunks: Chunks, to upload: String, at offset: Int64, maxSize: Int64) async throws -> Int64
+    where Chunks.Element == ByteBuffer {
+        let path = try self.partialPath(upload)
+        let current = try await self.uploadedLength(of: upload)
+        guard offset == current else {
+            throw CloudError(.conflict, "upload \(upload) has \(current) bytes; resume from offset \(current)")
+        }
+        var state = try await self.hashState(upload, length: current)
+        var length = current
+        do {
+            try await self.fileSystem.withFileHandle(forWritingAt: path, options: .modifyFile(createIfNecessary: true)) { handle in
+                for try await chunk in chunks {
+                    guard length + Int64(chunk.readableBytes) <= maxSize else {
+                        throw CloudError(.quotaExceeded, "the asset is larger than the \(maxSize)-byte limit")
+                    }
+                    try await handle.write(contentsOf: chunk.readableBytesView, toAbsoluteOffset: length)
+                    chunk.withUnsafeReadableBytes { state.update(bufferPointer: $0) }
+                    length += Int64(chunk.readableBytes)
+                }
+            }
+        } catch let error as CloudError where error.code == .quotaExceeded {
+            try await self.discard(upload)
+            throw error
+        } catch {
+            // The bytes that reached the file stay; the client resumes from what uploadedLength reports.
+            self.hashing.withLock { $0[upload] = nil }
+            throw error
+        }
+        self.hashing.withLock { $0[upload] = (state, length) }
+        return length
+    }
+
+    /// The hasher for an upload of `length` bytes: kept from earlier appends, or rebuilt from the file.
+    func hashState(_ upload: String, length: Int64) async throws -> SHA256 {
+        if let kept = self.hashing.withLock({ $0[upload] }), kept.length == length { return kept.hasher }
+        var hasher = SHA256()
+        if length > 0 {
+            try await self.fileSystem.withFileHandle(forReadingAt: try self.partialPath(upload)) { handle in
+                for try await chunk in handle.readChunks(in: 0..<length, chunkLength: Self.chunkLength) {
+                    chunk.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
+                }
+            }
+        }
+        return hasher
+    }
+
+    public func complete(upload: String, owner: String, expectedChecksum: String?) async throws -> StoredAsset {
+        let path = try self.partialPath(upload)
+        let length = try await self.uploadedLength(of: upload)
+        guard length > 0 else { throw CloudError.badRequest("upload \(upload) has no bytes") }
+        let digest = Array(try await self.hashState(upload, length: length).finalize())
+        let checksum = digest.map { String(format: "%02x", $0) }.joined()
+        if let expectedChecksum, !Self.matches(expectedChecksum, digest: digest, hex: checksum) {
+            try await self.discard(upload)
+            throw CloudError.badRequest("checksum mismatch: the uploaded bytes have SHA-256 \(checksum), not \(expectedChecksum); upload them again")
+        }
+        // Durable before it becomes visible.
+        try await self.fileSystem.withFileHandle(forReadingAndWritingAt: path, options: .modifyFile(createIfNecessary: false)) { try await $0.synchronize() }
+        let destination = try self.blobPath(owner: owner, checksum: checksum)
+        try await self.fileSystem.createDirectory(at: destination.removingLastComponent(), withIntermediateDirectories: true, permissions: nil)
+        if try await self.fileSystem.info(forFileAt: destination) != nil {
+            try await self.discard(upload)  // The same bytes are already stored for this owner.
+        } else {
+            try await self.fileSystem.moveItem(at: path, to: destination)
+            self.hashing.withLock { $0[upload] = nil }
+        }
+        return StoredAsset(checksum: checksum, size: length)
+    }
+
+    /// A client checksum, as hex or as base64 of the SHA-256.
+    static func matches(_ given: String, digest: [UInt8], hex: String) -> Bool {
+        given.lowercased() == hex || Data(base64Encoded: given).map(Array.init) == digest
+    }
+
+    func discard(_ upload: String) async throws {
+        self.hashing.withLock { $0[upload] = nil }
+        _ = try await self.fileSystem.removeItem(at: try self.partialPath(upload), strategy: .platformDefault)
+    }
+
+    public func size(owner: String, checksum: String) async throws -> Int64? {
+        try await self.fileSystem.info(forFileAt: try self.blobPath(owner: owner, checksum: checksum))?.size
+    }
+
+    public func read(owner: String, checksum: String, range: Range<Int64>?, to write: (ByteBuffer) async throws -> Void) async throws {
+        let path = try self.blobPath(owner: owner, checksum: checksum)
+        guard let size = try await self.fileSystem.info(forFileAt: path)?.size else { throw CloudError.notFound("no such asset") }
+        let range = range ?? 0..<size
+        guard range.lowerBound >= 0, range.upperBound <= size else { throw CloudError.badRequest("range outside the asset") }
+        try await self.fileSystem.withFileHandle(forReadingAt: path) { handle in
+            for try await chunk in handle.readChunks(in: range, chunkLength: Self.chunkLength) { try await write(chunk) }
+        }
+    }
+
+    public func remove(owner: String, checksum: String) async throws {
+        _ = try await self.fileSystem.removeItem(at: try self.blobPath(owner: owner, checksum: checksum), strategy: .platformDefault)
+    }
+
+    public func removePartialUploads(olderThan age: Double) async throws -> Int {
+        let folder = self.root + "/partial"
+        let cutoff = Date().addingTimeInterval(-age)
+        var removed = 0
+        for name in try FileManager.default.contentsOfDirectory(atPath: folder) {
+            let attributes = try? FileManager.default.attributesOfItem(atPath: folder + "/" + name)
+            guard let modified = attributes?[.modificationDate] as? Date, modified < cutoff else { continue }
+            try? FileManager.default.removeItem(atPath: folder + "/" + name)
+            self.hashing.withLock { $0[name] = nil }
+            removed += 1
+        }
+        return removed
+    }
+}
+
+extension UInt8 {
+    fileprivate var isASCIIAlphanumeric: Bool { (48...57).contains(self) || (65...90).contains(self) || (97...122).contains(self) }
+}
