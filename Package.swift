@@ -19,6 +19,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
     ],
     targets: [
         /// Domain: records, field values, zones, change tokens, errors. Foundation + Crypto only.
@@ -49,8 +50,10 @@ let package = Package(
         .target(
             name: "CloudHTTP",
             dependencies: [
+                "CloudAssets",
                 "CloudCore",
                 "CloudPostgres",
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -72,6 +75,7 @@ let package = Package(
             name: "stadiumcloud",
             dependencies: [
                 "Canon",
+                "CloudAssets",
                 "CloudCore",
                 "CloudPostgres",
                 "CloudHTTP",
@@ -95,6 +99,7 @@ let package = Package(
             name: "CloudServerTests",
             dependencies: [
                 "Canon",
+                "CloudAssets",
                 "CloudCore",
                 "CloudPostgres",
                 "CloudHTTP",

@@ -24,6 +24,9 @@ public protocol AssetStore: Sendable {
     func append<Chunks: AsyncSequence & Sendable>(_ chunks: Chunks, to upload: String, at offset: Int64, maxSize: Int64) async throws -> Int64
     where Chunks.Element == ByteBuffer
 
+    /// Drops an upload in progress (a client starting over).
+    func discard(upload: String) async throws
+
     /// Finishes `upload`: verifies SHA-256 over the whole file (and `expectedChecksum`, hex or base64, when
     /// given), makes it durable and moves it atomically into `owner`'s blobs. The same bytes stored twice are
     /// kept once.

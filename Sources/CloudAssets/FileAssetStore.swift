@@ -67,7 +67,7 @@ public final class FileAssetStore: AssetStore {
                 }
             }
         } catch let error as CloudError where error.code == .quotaExceeded {
-            try await self.discard(upload)
+            try await self.discard(upload: upload)
             throw error
         } catch {
             // The bytes that reached the file stay; the client resumes from what uploadedLength reports.
@@ -99,7 +99,7 @@ public final class FileAssetStore: AssetStore {
         let digest = Array(try await self.hashState(upload, length: length).finalize())
         let checksum = digest.map { String(format: "%02x", $0) }.joined()
         if let expectedChecksum, !Self.matches(expectedChecksum, digest: digest, hex: checksum) {
-            try await self.discard(upload)
+            try await self.discard(upload: upload)
             throw CloudError.badRequest("checksum mismatch: the uploaded bytes have SHA-256 \(checksum), not \(expectedChecksum); upload them again")
         }
         // Durable before it becomes visible.
@@ -107,7 +107,7 @@ public final class FileAssetStore: AssetStore {
         let destination = try self.blobPath(owner: owner, checksum: checksum)
         try await self.fileSystem.createDirectory(at: destination.removingLastComponent(), withIntermediateDirectories: true, permissions: nil)
         if try await self.fileSystem.info(forFileAt: destination) != nil {
-            try await self.discard(upload)  // The same bytes are already stored for this owner.
+            try await self.discard(upload: upload)  // The same bytes are already stored for this owner.
         } else {
             try await self.fileSystem.moveItem(at: path, to: destination)
             self.hashing.withLock { $0[upload] = nil }
@@ -120,7 +120,7 @@ public final class FileAssetStore: AssetStore {
         given.lowercased() == hex || Data(base64Encoded: given).map(Array.init) == digest
     }
 
-    func discard(_ upload: String) async throws {
+    public func discard(upload: String) async throws {
         self.hashing.withLock { $0[upload] = nil }
         _ = try await self.fileSystem.removeItem(at: try self.partialPath(upload), strategy: .platformDefault)
     }

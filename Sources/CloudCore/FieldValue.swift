@@ -148,7 +148,8 @@ public struct FieldValue: Sendable, Hashable {
                 throw fail("an asset dictionary with fileChecksum")
             }
             var normalized: [String: JSONValue] = [:]
-            for key in ["fileChecksum", "receipt", "referenceChecksum", "wrappingKey"] {
+            // The receipt proves the upload when saving; downloadURL is made per read. Neither is stored.
+            for key in ["fileChecksum", "referenceChecksum", "wrappingKey"] {
                 if let value = object[key]?.stringValue { normalized[key] = .string(value) }
             }
             if let size = object["size"]?.int64Value { normalized["size"] = .int(size) }

@@ -1,3 +1,4 @@
+import CloudAssets
 import CloudCore
 import CloudPostgres
 import Foundation
@@ -13,11 +14,16 @@ public struct ServerDependencies: Sendable {
     public var records: RecordStore
     public var credentials: CredentialStore
     public var migrations: [Migration]
+    public var assets: any AssetStore
     /// Where `/metrics` reads from (the executable bootstraps swift-metrics with it).
     public var metrics: PrometheusCollectorRegistry
 
     /// Loads the token signing key (the client must be running).
-    public init(client: PostgresClient, migrations: [Migration], metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), limits: RecordLimits = RecordLimits(), logger: Logger) async throws {
+    public init(
+        client: PostgresClient, migrations: [Migration], assets: any AssetStore,
+        metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), limits: RecordLimits = RecordLimits(), logger: Logger
+    ) async throws {
+        self.assets = assets
         self.client = client
         self.credentials = CredentialStore(client: client)
         let key = try await self.credentials.tokenSigningKey(logger: logger)
@@ -47,10 +53,13 @@ public func buildRouter(configuration: ServerConfiguration, dependencies: Server
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: CloudErrorMiddleware())
     OperationsController(dependencies: dependencies).addRoutes(to: router)
+    let capabilities = AssetCapabilities(signer: dependencies.records.signer)
+    AssetController(store: dependencies.assets, capabilities: capabilities, configuration: configuration).addRoutes(to: router)
     DatabaseController(
         records: dependencies.records,
         authenticator: RequestAuthenticator(credentials: dependencies.credentials, signInURL: configuration.signInURL),
-        maxBodyBytes: configuration.maxBodyBytes
+        maxBodyBytes: configuration.maxBodyBytes, assets: dependencies.assets, capabilities: capabilities,
+        configuration: configuration
     ).addRoutes(to: router, extensions: extensions)
     return router
 }
@@ -61,6 +70,7 @@ public func buildApplication(
 ) -> some ApplicationProtocol {
     Application(
         router: buildRouter(configuration: configuration, dependencies: dependencies, extensions: extensions),
+        server: .http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()])),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "StadiumCloud"),
         services: [
             TombstonePurgeService(

@@ -1,3 +1,4 @@
+import CloudAssets
 import CloudCore
 import CloudPostgres
 import Foundation
@@ -12,6 +13,8 @@ struct DatabaseCall {
     var caller: Caller
     var logger: Logger
     var deviceID: String
+    /// `http://host:port` as the client reached us, for the absolute URLs we hand out.
+    var baseURL: String
 }
 
 /// The CloudKit Web Services routes under `/database/1/{container}/{environment}/{database}/…`.
@@ -19,6 +22,9 @@ struct DatabaseController: Sendable {
     let records: RecordStore
     let authenticator: RequestAuthenticator
     let maxBodyBytes: Int
+    let assets: any AssetStore
+    let capabilities: AssetCapabilities
+    let configuration: ServerConfiguration
     let recordsWritten = Counter(label: "stadiumcloud_records_written_total")
     let recordsServed = Counter(label: "stadiumcloud_change_records_served_total")
 
@@ -43,9 +49,10 @@ struct DatabaseController: Sendable {
         group.get("zones/list") { request, context in try await self.run(request, context, self.listZones) }
         group.post("zones/lookup") { request, context in try await self.run(request, context, self.lookupZones) }
         group.post("zones/modify") { request, context in try await self.run(request, context, writes: true, self.modifyZones) }
+        group.post("assets/upload") { request, context in try await self.run(request, context, writes: true, self.requestUploads) }
         group.get("users/current") { request, context in try await self.currentUser(request, context, caller: false) }
         group.get("users/caller") { request, context in try await self.currentUser(request, context, caller: true) }
-        for unsupported in ["subscriptions/list", "subscriptions/lookup", "subscriptions/modify", "records/resolve", "records/accept",
+        for unsupported in ["assets/rereference", "subscriptions/list", "subscriptions/lookup", "subscriptions/modify", "records/resolve", "records/accept",
                             "users/discover", "users/lookup/email", "users/lookup/id", "tokens/create", "tokens/register"] {
             group.on(RouterPath(unsupported), method: .post) { _, _ -> Response in throw Self.unsupported(unsupported) }
             group.on(RouterPath(unsupported), method: .get) { _, _ -> Response in throw Self.unsupported(unsupported) }
@@ -94,7 +101,8 @@ struct DatabaseController: Sendable {
             owner: scope == .private ? caller.account : nil, logger: logger)
         let call = DatabaseCall(
             body: try WireObject(body, path: ""), database: database, caller: caller, logger: logger,
-            deviceID: request.headers[.deviceID] ?? "StadiumCloud")
+            deviceID: request.headers[.deviceID] ?? "StadiumCloud",
+            baseURL: "http://" + (request.head.authority ?? "\(self.configuration.host):\(self.configuration.port)"))
         var response = try await operation(call).response()
         if let token = caller.webAuthToken { response.headers[.webAuthToken] = token }
         return response
@@ -112,7 +120,78 @@ struct DatabaseController: Sendable {
     func writer(_ call: DatabaseCall) throws -> WireWriter {
         var writer = WireWriter()
         writer.numbersAsStrings = try call.body.bool("numbersAsStrings") ?? call.body.bool("numberAsStrings") ?? false
+        let owner = assetOwner(call.database)
+        let expires = Int64(Date().timeIntervalSince1970 * 1000) + Int64(self.configuration.downloadURLLifetimeSeconds * 1000)
+        let capabilities = self.capabilities
+        let base = call.baseURL
+        // CloudKit's download URLs carry a ${f} placeholder that clients replace with a file name.
+        writer.downloadURL = { checksum in
+            "\(base)/assets/download/\(owner)/\(checksum)/${f}?s=\(capabilities.sign(.download, owner: owner, expires: expires, subject: checksum))"
+        }
         return writer
+    }
+
+    // MARK: assets/*
+
+    /// `assets/upload`: an upload URL per token.
+    @Sendable func requestUploads(_ call: DatabaseCall) async throws -> WireWriter {
+        guard let tokens = try call.body.objects("tokens"), !tokens.isEmpty else { throw CloudError.badRequest("tokens is required") }
+        guard tokens.count <= self.records.limits.maxOperations else {
+            throw CloudError.badRequest("at most \(self.records.limits.maxOperations) tokens per request")
+        }
+        let owner = assetOwner(call.database)
+        let expires = Int64(Date().timeIntervalSince1970 * 1000) + Int64(self.configuration.uploadURLLifetimeSeconds * 1000)
+        var writer = WireWriter()
+        writer.json.beginObject()
+        writer.json.key("tokens")
+        writer.json.beginArray()
+        for token in tokens {
+            guard let fieldName = try token.string("fieldName") else { throw CloudError.badRequest("\(token.name("fieldName")) is required") }
+            let upload = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+            writer.json.beginObject()
+            writer.json.key("recordName"); writer.json.string(try token.string("recordName") ?? UUID().uuidString)
+            writer.json.key("fieldName"); writer.json.string(fieldName)
+            writer.json.key("url")
+            writer.json.string("\(call.baseURL)/assets/upload/\(upload)?c=\(self.capabilities.sign(.upload, owner: owner, expires: expires, subject: upload))")
+            writer.json.endObject()
+        }
+        writer.json.endArray()
+        writer.json.endObject()
+        return writer
+    }
+
+    /// Every asset a write names must be this database's: proven by a valid receipt, or already stored for it
+    /// (a record saved again with the asset it had). Anything else is BAD_REQUEST before anything is written.
+    func checkAssets(in operations: [RecordOperation], database: DatabaseRef) async throws {
+        let owner = assetOwner(database)
+        func assets(in value: JSONValue) -> [[String: JSONValue]] {
+            switch value {
+            case .object(let object) where object["fileChecksum"] != nil: [object]
+            case .object(let object): object.values.flatMap(assets)
+            case .array(let items): items.flatMap(assets)
+            default: []
+            }
+        }
+        for operation in operations {
+            for asset in operation.fields.map({ assets(in: .object($0)) }) ?? [] {
+                guard let checksum = asset["fileChecksum"]?.stringValue else { throw CloudError.badRequest("an asset needs fileChecksum") }
+                if let receipt = asset["receipt"]?.stringValue {
+                    guard let grant = self.capabilities.verify(.receipt, receipt), grant.owner == owner, grant.subject == checksum else {
+                        throw CloudError.badRequest("record \(operation.recordName): the asset receipt is not valid for this database")
+                    }
+                    guard grant.expires > Int64(Date().timeIntervalSince1970 * 1000) else {
+                        throw CloudError.badRequest("record \(operation.recordName): the asset receipt has expired; upload the asset again")
+                    }
+                    if let size = asset["size"]?.int64Value, size != grant.size {
+                        throw CloudError.badRequest("record \(operation.recordName): the asset size does not match its receipt")
+                    }
+                } else {
+                    guard checksum.count == 64, try await self.assets.size(owner: owner, checksum: checksum) != nil else {
+                        throw CloudError.badRequest("record \(operation.recordName): asset \(checksum) was not uploaded to this database; use assets/upload and pass its receipt")
+                    }
+                }
+            }
+        }
     }
 
     // MARK: records/*
@@ -135,6 +214,7 @@ struct DatabaseController: Sendable {
             operations.append(try RecordOperation(wire: entry))
         }
         let zone = zoneName ?? defaultZoneName
+        try await self.checkAssets(in: operations, database: call.database)
         let stamp = ChangeStamp(timestamp: Int64(Date().timeIntervalSince1970 * 1000), userRecordName: call.caller.userRecordName, deviceID: call.deviceID)
         let result = try await self.records.modify(
             operations, zoneName: zone, atomic: try call.body.bool("atomic"), in: call.database, stamp: stamp, logger: call.logger)

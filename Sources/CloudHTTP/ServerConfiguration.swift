@@ -13,6 +13,14 @@ public struct ServerConfiguration: Sendable {
     /// The page AUTHENTICATION_REQUIRED points to.
     public var signInURL = "/signin"
     public var limits = RecordLimits()
+    /// Where `FileAssetStore` keeps asset bytes.
+    public var assetsPath = ".stadiumcloud/assets"
+    /// Largest asset accepted, checked before bytes are stored.
+    public var maxAssetBytes: Int64 = 100 * 1024 * 1024
+    /// How long an upload URL, a receipt and a download URL stay valid.
+    public var uploadURLLifetimeSeconds = 15 * 60
+    public var receiptLifetimeSeconds = 24 * 3600
+    public var downloadURLLifetimeSeconds = 3600
 
     public init() {}
 }

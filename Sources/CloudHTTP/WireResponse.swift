@@ -8,6 +8,8 @@ struct WireWriter {
     /// `numbersAsStrings`: INT64, DOUBLE and TIMESTAMP field values are answered as strings.
     var numbersAsStrings = false
     var status: HTTPResponse.Status = .ok
+    /// Makes the signed download URL of an asset (by checksum); asset fields are answered as ASSETID with it.
+    var downloadURL: (@Sendable (String) -> String)?
 
     /// `{"zoneName", "ownerRecordName", "zoneType"}`.
     mutating func zoneID(_ zoneName: String, owner: String) {
@@ -36,8 +38,11 @@ struct WireWriter {
         } else {
             self.json.key("recordChangeTag"); self.json.string(record.changeTag)
             self.json.key("fields")
-            if self.numbersAsStrings, let fields = try? JSONValue.parse(Array(record.fieldsJSON.utf8)) {
-                self.json.value(Self.stringifyingNumbers(fields))
+            let hasAssets = self.downloadURL != nil && record.fieldsJSON.contains("\"ASSETID")
+            if self.numbersAsStrings || hasAssets, var fields = try? JSONValue.parse(Array(record.fieldsJSON.utf8)) {
+                if self.numbersAsStrings { fields = Self.stringifyingNumbers(fields) }
+                if hasAssets, let downloadURL = self.downloadURL { fields = Self.addingDownloadURLs(fields, downloadURL) }
+                self.json.value(fields)
             } else {
                 self.json.raw(record.fieldsJSON)
             }
@@ -62,6 +67,24 @@ struct WireWriter {
             self.json.key("serverRecord"); self.record(serverRecord, zoneName: zone.0, owner: zone.1)
         }
         self.json.endObject()
+    }
+
+    /// ASSETID values with their `downloadURL`.
+    static func addingDownloadURLs(_ fields: JSONValue, _ downloadURL: (String) -> String) -> JSONValue {
+        guard case .object(let object) = fields else { return fields }
+        func withURL(_ asset: JSONValue) -> JSONValue {
+            guard case .object(var dictionary) = asset, let checksum = dictionary["fileChecksum"]?.stringValue else { return asset }
+            dictionary["downloadURL"] = .string(downloadURL(checksum))
+            return .object(dictionary)
+        }
+        return .object(object.mapValues { stored in
+            guard let field = FieldValue(stored: stored) else { return stored }
+            switch field.type {
+            case .asset: return FieldValue(type: .asset, value: withURL(field.value)).json
+            case .assetList: return FieldValue(type: .assetList, value: .array((field.value.arrayValue ?? []).map(withURL))).json
+            default: return stored
+            }
+        })
     }
 
     /// Field values of numeric types as strings, for `numbersAsStrings`.

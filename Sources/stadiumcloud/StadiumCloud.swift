@@ -1,5 +1,6 @@
 import ArgumentParser
 import Canon
+import CloudAssets
 import CloudCore
 import CloudHTTP
 import CloudPostgres
@@ -58,6 +59,8 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Apply pending migrations before serving (otherwise pending migrations stop the server).") var migrate = false
     @Option(help: "Days deletions stay in deltas before tombstones are purged.") var tombstoneRetentionDays = 30
     @Option(help: "Seconds between tombstone purges.") var purgeIntervalSeconds = 3600
+    @Option(help: "Folder for asset bytes (env STADIUMCLOUD_ASSETS).") var assets: String?
+    @Option(help: "Largest asset accepted, in MB.") var maxAssetMB = 100
 
     func run() async throws {
         let registry = PrometheusCollectorRegistry()
@@ -68,7 +71,12 @@ struct Serve: AsyncParsableCommand {
         configuration.port = self.port
         configuration.tombstoneRetention = .seconds(self.tombstoneRetentionDays * 24 * 3600)
         configuration.purgeInterval = .seconds(self.purgeIntervalSeconds)
-        try await self.database.withClient { [configuration] client, logger in
+        configuration.assetsPath = self.assets ?? ProcessInfo.processInfo.environment["STADIUMCLOUD_ASSETS"] ?? configuration.assetsPath
+        configuration.maxAssetBytes = Int64(self.maxAssetMB) * 1024 * 1024
+        let assetStore = try FileAssetStore(root: configuration.assetsPath)
+        // Partial uploads left by a crash or abandoned for a day are dropped on start.
+        try await assetStore.removePartialUploads(olderThan: 24 * 3600)
+        try await self.database.withClient { [configuration, assetStore] client, logger in
             let migrator = Migrator(client: client, migrations: migrations, logger: logger)
             if self.migrate {
                 try await migrator.migrate()
@@ -76,7 +84,8 @@ struct Serve: AsyncParsableCommand {
                 throw ValidationError(
                     "\(pending.count) pending migration(s) (\(pending.map { "\($0.version)_\($0.name)" }.joined(separator: ", "))): run `stadiumcloud migrate up` or pass --migrate")
             }
-            let dependencies = try await ServerDependencies(client: client, migrations: migrations, metrics: registry, limits: configuration.limits, logger: logger)
+            let dependencies = try await ServerDependencies(
+                client: client, migrations: migrations, assets: assetStore, metrics: registry, limits: configuration.limits, logger: logger)
             let app = buildApplication(
                 configuration: configuration, dependencies: dependencies,
                 extensions: CanonicalEndpoints(records: dependencies.records).endpoints, logger: logger)

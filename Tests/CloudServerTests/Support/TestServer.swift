@@ -1,4 +1,5 @@
 import Canon
+import CloudAssets
 import CloudCore
 import CloudHTTP
 import CloudPostgres
@@ -98,8 +99,9 @@ struct TestServer: Sendable {
 func withTestStore(_ body: (ServerDependencies) async throws -> Void) async throws {
     let url = try await TestDatabase.shared.makeDatabase()
     try await withPostgresClient(url, logger: TestDatabase.logger) { client in
+        let assets = try FileAssetStore(root: NSTemporaryDirectory() + "stadiumcloud-test-assets-" + UUID().uuidString)
         let dependencies = try await ServerDependencies(
-            client: client, migrations: try Migration.load(from: TestDatabase.migrationsPath), logger: TestDatabase.logger)
+            client: client, migrations: try Migration.load(from: TestDatabase.migrationsPath), assets: assets, logger: TestDatabase.logger)
         try await body(dependencies)
     }
 }
