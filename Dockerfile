@@ -11,11 +11,13 @@ RUN swift build -c release --product stadiumcloud --static-swift-stdlib \
 
 FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates libcurl4 libxml2 tzdata \
-    && rm -rf /var/lib/apt/lists/* && useradd --system --home /app stadiumcloud
+    && rm -rf /var/lib/apt/lists/* && useradd --system --home /app stadiumcloud \
+    && mkdir -p /data/assets && chown -R stadiumcloud /data
 WORKDIR /app
 COPY --from=build /build/stadiumcloud /app/stadiumcloud
 COPY migrations /app/migrations
 COPY Resources /app/Resources
+ENV STADIUMCLOUD_ASSETS=/data/assets
 USER stadiumcloud
 EXPOSE 8080
 ENTRYPOINT ["/app/stadiumcloud"]
