@@ -49,7 +49,7 @@ public struct ExtensionEndpoint: Sendable {
 /// The router: CloudKit Web Services routes, extension endpoints, `/health`, `/ready` and `/metrics`.
 public func buildRouter(configuration: ServerConfiguration, dependencies: ServerDependencies, extensions: [ExtensionEndpoint] = []) -> Router<BasicRequestContext> {
     let router = Router()
-    router.add(middleware: LogRequestsMiddleware(.info))
+    router.add(middleware: RequestLogMiddleware())
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: CloudErrorMiddleware())
     OperationsController(dependencies: dependencies).addRoutes(to: router)
