@@ -69,8 +69,8 @@ struct WireObject {
     func desiredKeys() throws -> [String]? { try self.strings("desiredKeys") }
 
     /// The zone named by `zoneID` (`zoneName`, owner as `ownerRecordName` or MistKit's `ownerName`), default zone when absent.
-    func zoneName(default fallback: String = defaultZoneName) throws -> (name: String, owner: String?) {
-        guard let zone = try self.object("zoneID") else { return (fallback, nil) }
+    func zoneName() throws -> (name: String, owner: String?) {
+        guard let zone = try self.object("zoneID") else { return (defaultZoneName, nil) }
         let name = try zone.string("zoneName") ?? defaultZoneName
         try FieldName.validate(name, path: zone.name("zoneName"), what: "zone name")
         return (name, try zone.string("ownerRecordName") ?? zone.string("ownerName"))

@@ -92,16 +92,6 @@ public final class CredentialStore: Sendable {
         return nil
     }
 
-    public func account(named name: String, logger: Logger) async throws -> Account? {
-        let rows = try await translatingDatabaseErrors {
-            try await self.client.query("SELECT id, name, user_record_name FROM accounts WHERE name = \(name)", logger: logger)
-        }
-        for try await (id, name, recordName) in rows.decode((Int64, String, String).self) {
-            return Account(id: id, name: name, userRecordName: recordName)
-        }
-        return nil
-    }
-
     private func resolve(_ token: String, logger: Logger) async throws -> CachedCredential {
         let hash = Self.hash(token)
         let now = ContinuousClock.now
