@@ -143,6 +143,7 @@ public final class FileAssetStore: AssetStore {
         _ = try await self.fileSystem.removeItem(at: try self.blobPath(owner: owner, checksum: checksum), strategy: .platformDefault)
     }
 
+    @discardableResult
     public func removePartialUploads(olderThan age: Double) async throws -> Int {
         let folder = self.root + "/partial"
         let cutoff = Date().addingTimeInterval(-age)
