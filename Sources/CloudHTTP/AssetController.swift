@@ -68,21 +68,20 @@ struct AssetController: Sendable {
         return Response(status: .ok, headers: [Self.uploadOffset: String(length)])
     }
 
-    /// Streams the body to the store. Raw bodies only (multipart is next, docs/ASSETS.md). Extension for
+    /// Streams the body to the store: a raw body, or the file part of a multipart one. Extension for
     /// resumable uploads: `Upload-Offset` says where this body starts, `Upload-Length` the whole size; the upload
     /// completes when the store holds `Upload-Length` bytes (or at the end of a body without it).
     func upload(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let grant = try self.uploadGrant(request, context)
-        if let type = request.headers[.contentType], type.lowercased().hasPrefix("multipart/") {
-            throw CloudError.badRequest("multipart uploads are not supported yet; send the bytes as the raw body")
-        }
+        let boundary = request.headers[.contentType].flatMap(MultipartFileStream<RequestBody>.boundary(of:))
         let maxSize = self.configuration.maxAssetBytes
         let total = try request.headers[Self.uploadLength].map { text -> Int64 in
             guard let value = Int64(text), value > 0 else { throw CloudError.badRequest("Upload-Length must be a positive number of bytes") }
             return value
         }
-        // Refuse what is known to be too large before a byte is stored.
-        if let length = total ?? request.headers[.contentLength].flatMap({ Int64($0) }), length > maxSize {
+        // Refuse what is known to be too large before a byte is stored (a multipart body is a little larger than
+        // its file, so its Content-Length is only a bound for raw bodies).
+        if let length = total ?? (boundary == nil ? request.headers[.contentLength].flatMap({ Int64($0) }) : nil), length > maxSize {
             throw CloudError(.quotaExceeded, "the asset is \(length) bytes; the limit is \(maxSize)")
         }
         var offset: Int64 = 0
@@ -93,7 +92,12 @@ struct AssetController: Sendable {
             // A plain retry starts over.
             try await self.store.discard(upload: grant.upload)
         }
-        let length = try await self.store.append(request.body, to: grant.upload, at: offset, maxSize: maxSize)
+        let length =
+            if let boundary {
+                try await self.store.append(MultipartFileStream(base: request.body, boundary: boundary), to: grant.upload, at: offset, maxSize: maxSize)
+            } else {
+                try await self.store.append(request.body, to: grant.upload, at: offset, maxSize: maxSize)
+            }
         if let total, length < total {
             var json = JSONWriter()
             json.value(["uploadOffset": .int(length)])
