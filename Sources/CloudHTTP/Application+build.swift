@@ -54,7 +54,7 @@ public func buildRouter(configuration: ServerConfiguration, dependencies: Server
     router.add(middleware: CloudErrorMiddleware())
     OperationsController(dependencies: dependencies).addRoutes(to: router)
     let capabilities = AssetCapabilities(signer: dependencies.records.signer)
-    AssetController(store: dependencies.assets, capabilities: capabilities, configuration: configuration).addRoutes(to: router)
+    AssetController(store: dependencies.assets, records: dependencies.records, capabilities: capabilities, configuration: configuration).addRoutes(to: router)
     DatabaseController(
         records: dependencies.records,
         authenticator: RequestAuthenticator(credentials: dependencies.credentials, signInURL: configuration.signInURL),
@@ -75,7 +75,9 @@ public func buildApplication(
         services: [
             TombstonePurgeService(
                 records: dependencies.records, retention: configuration.tombstoneRetention,
-                interval: configuration.purgeInterval, logger: logger)
+                interval: configuration.purgeInterval, logger: logger),
+            AssetCollectorService(
+                records: dependencies.records, assets: dependencies.assets, configuration: configuration, logger: logger),
         ],
         logger: logger)
 }
@@ -135,3 +137,34 @@ struct TombstonePurgeService: Service {
     }
 }
 
+
+/// Removes asset bytes no record references once they are older than the grace period, and partial uploads
+/// abandoned for a day.
+struct AssetCollectorService: Service {
+    let records: RecordStore
+    let assets: any AssetStore
+    let configuration: ServerConfiguration
+    let logger: Logger
+
+    func run() async throws {
+        try? await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                try await Task.sleep(for: self.configuration.assetCollectionInterval)
+                do {
+                    try await self.collect()
+                } catch {
+                    self.logger.error("asset collection failed: \(String(reflecting: error))")
+                }
+            }
+        }
+    }
+
+    func collect() async throws {
+        let cutoff = Int64(Date().timeIntervalSince1970 * 1000) - Int64(self.configuration.unreferencedAssetGraceSeconds) * 1000
+        let removed = try await self.records.collectUnreferencedAssets(storedBeforeMs: cutoff, logger: self.logger) { databaseID, checksum in
+            try await self.assets.remove(owner: assetOwner(databaseID: databaseID), checksum: checksum)
+        }
+        let partials = try await self.assets.removePartialUploads(olderThan: 24 * 3600)
+        self.logger.info("collected assets", metadata: ["blobs": "\(removed)", "partials": "\(partials)"])
+    }
+}

@@ -31,12 +31,16 @@ struct AssetCapabilities: Sendable {
 }
 
 /// The asset store's owner name for a database: blobs are content-addressed per account (per database).
-func assetOwner(_ database: DatabaseRef) -> String { "db\(database.id)" }
+func assetOwner(_ database: DatabaseRef) -> String { assetOwner(databaseID: database.id) }
+func assetOwner(databaseID: Int64) -> String { "db\(databaseID)" }
+/// The database an owner name stands for.
+func databaseID(ofAssetOwner owner: String) -> Int64? { owner.hasPrefix("db") ? Int64(owner.dropFirst(2)) : nil }
 
 /// `POST /assets/upload/{upload}` (and `HEAD` for the resume offset) and `GET /assets/download/…`: the URLs that
 /// `assets/upload` and record reads hand out. They are capability URLs: no ckAPIToken, the signature is the key.
 struct AssetController: Sendable {
     let store: any AssetStore
+    let records: RecordStore
     let capabilities: AssetCapabilities
     let configuration: ServerConfiguration
 
@@ -53,13 +57,14 @@ struct AssetController: Sendable {
     static func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     /// The upload a signed URL allows, or ACCESS_DENIED.
-    func uploadGrant(_ request: Request, _ context: BasicRequestContext) throws -> (upload: String, owner: String) {
+    func uploadGrant(_ request: Request, _ context: BasicRequestContext) throws -> (upload: String, owner: String, databaseID: Int64) {
         let upload = try context.parameters.require("upload")
         guard let capability = request.uri.queryParameters["c"].map(String.init),
             let grant = self.capabilities.verify(.upload, capability), grant.subject == upload
         else { throw CloudError.accessDenied("this upload URL is not valid") }
         guard grant.expires > Self.nowMs() else { throw CloudError.accessDenied("this upload URL has expired; ask assets/upload for a new one") }
-        return (upload, grant.owner)
+        guard let databaseID = databaseID(ofAssetOwner: grant.owner) else { throw CloudError.accessDenied("this upload URL is not valid") }
+        return (upload, grant.owner, databaseID)
     }
 
     func offset(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
@@ -84,6 +89,11 @@ struct AssetController: Sendable {
         if let length = total ?? (boundary == nil ? request.headers[.contentLength].flatMap({ Int64($0) }) : nil), length > maxSize {
             throw CloudError(.quotaExceeded, "the asset is \(length) bytes; the limit is \(maxSize)")
         }
+        let quota = self.configuration.accountQuotaBytes
+        let used = try await self.records.assetUsage(of: grant.databaseID, logger: context.logger)
+        if let length = total ?? request.headers[.contentLength].flatMap({ Int64($0) }), used + length > quota {
+            throw CloudError(.quotaExceeded, "this account stores \(used) bytes of assets; \(length) more would pass its \(quota)-byte quota")
+        }
         var offset: Int64 = 0
         if let text = request.headers[Self.uploadOffset] {
             guard let value = Int64(text), value >= 0 else { throw CloudError.badRequest("Upload-Offset must be a byte offset") }
@@ -103,7 +113,13 @@ struct AssetController: Sendable {
             json.value(["uploadOffset": .int(length)])
             return Response(status: .ok, headers: [Self.uploadOffset: String(length), .contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: json.bytes)))
         }
+        // A body of unknown length is checked against the quota once its size is known.
+        guard used + length <= quota else {
+            try await self.store.discard(upload: grant.upload)
+            throw CloudError(.quotaExceeded, "this asset would pass the account's \(quota)-byte quota")
+        }
         let asset = try await self.store.complete(upload: grant.upload, owner: grant.owner, expectedChecksum: request.headers[Self.checksum])
+        try await self.records.recordAsset(checksum: asset.checksum, size: asset.size, in: grant.databaseID, logger: context.logger)
         let receipt = self.capabilities.sign(
             .receipt, owner: grant.owner, expires: Self.nowMs() + Int64(self.configuration.receiptLifetimeSeconds * 1000), size: asset.size, subject: asset.checksum)
         var json = JSONWriter()

@@ -50,9 +50,10 @@ struct DatabaseController: Sendable {
         group.post("zones/lookup") { request, context in try await self.run(request, context, self.lookupZones) }
         group.post("zones/modify") { request, context in try await self.run(request, context, writes: true, self.modifyZones) }
         group.post("assets/upload") { request, context in try await self.run(request, context, writes: true, self.requestUploads) }
+        group.post("assets/rereference") { request, context in try await self.run(request, context, writes: true, self.rereference) }
         group.get("users/current") { request, context in try await self.currentUser(request, context, caller: false) }
         group.get("users/caller") { request, context in try await self.currentUser(request, context, caller: true) }
-        for unsupported in ["assets/rereference", "subscriptions/list", "subscriptions/lookup", "subscriptions/modify", "records/resolve", "records/accept",
+        for unsupported in ["subscriptions/list", "subscriptions/lookup", "subscriptions/modify", "records/resolve", "records/accept",
                             "users/discover", "users/lookup/email", "users/lookup/id", "tokens/create", "tokens/register"] {
             group.on(RouterPath(unsupported), method: .post) { _, _ -> Response in throw Self.unsupported(unsupported) }
             group.on(RouterPath(unsupported), method: .get) { _, _ -> Response in throw Self.unsupported(unsupported) }
@@ -160,9 +161,9 @@ struct DatabaseController: Sendable {
         return writer
     }
 
-    /// Every asset a write names must be this database's: proven by a valid receipt, or already stored for it
-    /// (a record saved again with the asset it had). Anything else is BAD_REQUEST before anything is written.
-    func checkAssets(in operations: [RecordOperation], database: DatabaseRef) async throws {
+    /// A receipt sent with an asset must be this database's, unexpired and of that size; the store then checks,
+    /// under the write lock, that the database has the asset (docs/ASSETS.md).
+    func checkReceipts(in operations: [RecordOperation], database: DatabaseRef) throws {
         let owner = assetOwner(database)
         func assets(in value: JSONValue) -> [[String: JSONValue]] {
             switch value {
@@ -174,24 +175,52 @@ struct DatabaseController: Sendable {
         }
         for operation in operations {
             for asset in operation.fields.map({ assets(in: .object($0)) }) ?? [] {
-                guard let checksum = asset["fileChecksum"]?.stringValue else { throw CloudError.badRequest("an asset needs fileChecksum") }
-                if let receipt = asset["receipt"]?.stringValue {
-                    guard let grant = self.capabilities.verify(.receipt, receipt), grant.owner == owner, grant.subject == checksum else {
-                        throw CloudError.badRequest("record \(operation.recordName): the asset receipt is not valid for this database")
-                    }
-                    guard grant.expires > Int64(Date().timeIntervalSince1970 * 1000) else {
-                        throw CloudError.badRequest("record \(operation.recordName): the asset receipt has expired; upload the asset again")
-                    }
-                    if let size = asset["size"]?.int64Value, size != grant.size {
-                        throw CloudError.badRequest("record \(operation.recordName): the asset size does not match its receipt")
-                    }
-                } else {
-                    guard checksum.count == 64, try await self.assets.size(owner: owner, checksum: checksum) != nil else {
-                        throw CloudError.badRequest("record \(operation.recordName): asset \(checksum) was not uploaded to this database; use assets/upload and pass its receipt")
-                    }
+                guard let receipt = asset["receipt"]?.stringValue else { continue }
+                guard let grant = self.capabilities.verify(.receipt, receipt), grant.owner == owner,
+                    grant.subject == asset["fileChecksum"]?.stringValue
+                else { throw CloudError.badRequest("record \(operation.recordName): the asset receipt is not valid for this database") }
+                guard grant.expires > Int64(Date().timeIntervalSince1970 * 1000) else {
+                    throw CloudError.badRequest("record \(operation.recordName): the asset receipt has expired; upload the asset again")
+                }
+                if let size = asset["size"]?.int64Value, size != grant.size {
+                    throw CloudError.badRequest("record \(operation.recordName): the asset size does not match its receipt")
                 }
             }
         }
+    }
+
+    /// `assets/rereference`: fresh receipts for assets records already hold, to put them in other records.
+    @Sendable func rereference(_ call: DatabaseCall) async throws -> WireWriter {
+        guard let entries = try call.body.objects("assets"), !entries.isEmpty else { throw CloudError.badRequest("assets is required") }
+        let wanted = try entries.map { entry -> (String, String) in
+            guard let name = try entry.string("recordName"), let field = try entry.string("fieldName") else {
+                throw CloudError.badRequest("\(entry.path) needs recordName and fieldName")
+            }
+            return (name, field)
+        }
+        let zone = try self.zone(call.body, in: call)
+        let found = try await self.records.lookup(wanted.map(\.0), zoneName: zone, desiredKeys: Array(Set(wanted.map(\.1))), in: call.database, logger: call.logger)
+        let owner = assetOwner(call.database)
+        let expires = Int64(Date().timeIntervalSince1970 * 1000) + Int64(self.configuration.receiptLifetimeSeconds * 1000)
+        var writer = WireWriter()
+        writer.json.beginObject()
+        writer.json.key("assets")
+        writer.json.beginArray()
+        for ((name, field), record) in zip(wanted, found) {
+            guard let record, let stored = try JSONValue.parse(Array(record.fieldsJSON.utf8))[field].flatMap(FieldValue.init(stored:)),
+                stored.type == .asset, let checksum = stored.value["fileChecksum"]?.stringValue, let size = stored.value["size"]?.int64Value
+            else {
+                writer.itemError(.notFound("record \(name) has no asset in \(field)"), key: "recordName", name: name)
+                continue
+            }
+            writer.json.value([
+                "recordName": .string(name), "fieldName": .string(field), "fileChecksum": .string(checksum), "size": .int(size),
+                "receipt": .string(self.capabilities.sign(.receipt, owner: owner, expires: expires, size: size, subject: checksum)),
+            ])
+        }
+        writer.json.endArray()
+        writer.json.endObject()
+        return writer
     }
 
     // MARK: records/*
@@ -214,7 +243,7 @@ struct DatabaseController: Sendable {
             operations.append(try RecordOperation(wire: entry))
         }
         let zone = zoneName ?? defaultZoneName
-        try await self.checkAssets(in: operations, database: call.database)
+        try self.checkReceipts(in: operations, database: call.database)
         let stamp = ChangeStamp(timestamp: Int64(Date().timeIntervalSince1970 * 1000), userRecordName: call.caller.userRecordName, deviceID: call.deviceID)
         let result = try await self.records.modify(
             operations, zoneName: zone, atomic: try call.body.bool("atomic"), in: call.database, stamp: stamp, logger: call.logger)

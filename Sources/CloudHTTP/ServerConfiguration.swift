@@ -17,6 +17,12 @@ public struct ServerConfiguration: Sendable {
     public var assetsPath = ".stadiumcloud/assets"
     /// Largest asset accepted, checked before bytes are stored.
     public var maxAssetBytes: Int64 = 100 * 1024 * 1024
+    /// Bytes of assets one database (one account) may store.
+    public var accountQuotaBytes: Int64 = 10 * 1024 * 1024 * 1024
+    /// How long an asset no record references is kept before the collector removes it (longer than a receipt lives).
+    public var unreferencedAssetGraceSeconds = 48 * 3600
+    /// How often the collector runs.
+    public var assetCollectionInterval: Duration = .seconds(3600)
     /// How long an upload URL, a receipt and a download URL stay valid.
     public var uploadURLLifetimeSeconds = 15 * 60
     public var receiptLifetimeSeconds = 24 * 3600

@@ -148,6 +148,7 @@ public final class RecordStore: Sendable {
                 var lastSeq = plan.lastSeq
                 try await Self.cascadeDeletes(&writes, lastSeq: &lastSeq, zoneID: zoneID, stamp: stamp, on: connection, logger: logger)
                 guard !writes.isEmpty else { return ModifyResult(outcomes: plan.outcomes, atomicFailed: false) }
+                try await Self.checkAssetsExist(writes, databaseID: database.id, on: connection, logger: logger)
                 let creates = Set(operations.filter { $0.type == .create }.map(\.recordName))
                 let taken = try await Self.store(writes, creates: creates, zoneID: zoneID, databaseID: database.id, lastSeq: lastSeq, on: connection, logger: logger)
                 guard !taken.isEmpty else { return ModifyResult(outcomes: plan.outcomes, atomicFailed: false) }
@@ -338,19 +339,25 @@ public final class RecordStore: Sendable {
                 let targets = Reference.all(in: record.fields).filter { $0.action == .deleteSelf }
                 return targets.isEmpty ? "[]" : JSONWriter.encode(.array(targets.map { .string($0.recordName) }))
             }
+            let assetRefs = rows.map { record in
+                let checksums = Self.assetChecksums(in: record.fields)
+                return checksums.isEmpty ? "[]" : JSONWriter.encode(.array(checksums.map(JSONValue.string)))
+            }
             return """
-                INSERT INTO records (zone_id, record_name, record_type, change_seq, deleted, fields, cascade_refs,
+                INSERT INTO records (zone_id, record_name, record_type, change_seq, deleted, fields, cascade_refs, asset_refs,
                     created_ms, created_by, created_device, modified_ms, modified_by, modified_device)
                 SELECT \(zone), u.name, u.type, u.seq, u.deleted, u.fields::jsonb,
                     CASE WHEN u.refs = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT jsonb_array_elements_text(u.refs::jsonb)) END,
+                    CASE WHEN u.assets = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT jsonb_array_elements_text(u.assets::jsonb)) END,
                     \(stampColumns), \(stampColumns)
                 FROM unnest(\(builder.bind(rows.map(\.recordName)))::text[], \(builder.bind(rows.map(\.recordType)))::text[],
                     \(builder.bind(rows.map(\.changeSeq)))::int8[], \(builder.bind(rows.map(\.deleted)))::bool[],
-                    \(builder.bind(rows.map(\.encodedFields)))::text[], \(builder.bind(cascadeRefs))::text[])
-                    AS u(name, type, seq, deleted, fields, refs)
+                    \(builder.bind(rows.map(\.encodedFields)))::text[], \(builder.bind(cascadeRefs))::text[],
+                    \(builder.bind(assetRefs))::text[])
+                    AS u(name, type, seq, deleted, fields, refs, assets)
                 ON CONFLICT (zone_id, record_name) DO UPDATE SET
                     record_type = EXCLUDED.record_type, change_seq = EXCLUDED.change_seq, deleted = EXCLUDED.deleted,
-                    fields = EXCLUDED.fields, cascade_refs = EXCLUDED.cascade_refs,
+                    fields = EXCLUDED.fields, cascade_refs = EXCLUDED.cascade_refs, asset_refs = EXCLUDED.asset_refs,
                     created_ms = CASE WHEN records.deleted THEN EXCLUDED.created_ms ELSE records.created_ms END,
                     created_by = CASE WHEN records.deleted THEN EXCLUDED.created_by ELSE records.created_by END,
                     created_device = CASE WHEN records.deleted THEN EXCLUDED.created_device ELSE records.created_device END,

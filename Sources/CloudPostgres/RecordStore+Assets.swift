@@ -1,0 +1,89 @@
+import CloudCore
+import Logging
+import PostgresNIO
+
+extension RecordStore {
+    /// Notes a completed upload for `database` (the bytes are in the asset store). Storing it again refreshes its age.
+    public func recordAsset(checksum: String, size: Int64, in databaseID: Int64, logger: Logger) async throws {
+        _ = try await translatingDatabaseErrors {
+            try await self.client.query(
+                """
+                INSERT INTO assets (database_id, checksum, size, stored_ms) VALUES (\(databaseID), \(checksum), \(size), \(Self.nowMs()))
+                ON CONFLICT (database_id, checksum) DO UPDATE SET stored_ms = EXCLUDED.stored_ms
+                """, logger: logger)
+        }
+    }
+
+    /// Bytes of assets stored for `database`, for its quota.
+    public func assetUsage(of databaseID: Int64, logger: Logger) async throws -> Int64 {
+        try await self.client.reading { connection in
+            for try await used in try await connection.query(
+                "SELECT coalesce(sum(size), 0)::int8 FROM assets WHERE database_id = \(databaseID)", logger: logger
+            ).decode(Int64.self) { return used }
+            return 0
+        }
+    }
+
+    /// Assets stored before `cutoffMs` that no live record references, removed from the table one by one, each
+    /// under its database's write lock, so a write that references it either commits first (and it stays) or
+    /// fails its asset check. Calls `remove` for the bytes after each commit; returns how many went.
+    public func collectUnreferencedAssets(storedBeforeMs cutoffMs: Int64, logger: Logger, remove: (Int64, String) async throws -> Void) async throws -> Int {
+        let candidates = try await self.client.reading { connection in
+            var found: [(Int64, String)] = []
+            for try await row in try await connection.query(
+                """
+                SELECT a.database_id, a.checksum FROM assets a WHERE a.stored_ms < \(cutoffMs) AND NOT EXISTS (
+                    SELECT 1 FROM records r JOIN zones z ON z.id = r.zone_id
+                    WHERE z.database_id = a.database_id AND NOT r.deleted AND r.asset_refs @> ARRAY[a.checksum])
+                LIMIT 1000
+                """, logger: logger
+            ).decode((Int64, String).self) { found.append(row) }
+            return found
+        }
+        var removed = 0
+        for (databaseID, checksum) in candidates {
+            let deleted = try await self.client.transaction(logger: logger) { connection -> Bool in
+                _ = try await Self.lockChangeSequence(of: DatabaseRef(id: databaseID, scope: .private, ownerRecordName: ""), on: connection, logger: logger)
+                var gone = false
+                for try await _ in try await connection.query(
+                    """
+                    DELETE FROM assets a WHERE a.database_id = \(databaseID) AND a.checksum = \(checksum) AND NOT EXISTS (
+                        SELECT 1 FROM records r JOIN zones z ON z.id = r.zone_id
+                        WHERE z.database_id = a.database_id AND NOT r.deleted AND r.asset_refs @> ARRAY[a.checksum])
+                    RETURNING 1
+                    """, logger: logger) { gone = true }
+                return gone
+            }
+            if deleted {
+                try await remove(databaseID, checksum)
+                removed += 1
+            }
+        }
+        return removed
+    }
+
+    /// Fails the write when a saved record holds an asset this database does not have (never uploaded here, or
+    /// collected). Runs under the write lock, so the collector cannot remove it before the write commits.
+    static func checkAssetsExist(_ writes: [Record], databaseID: Int64, on connection: PostgresConnection, logger: Logger) async throws {
+        let referenced = Set(writes.filter { !$0.deleted }.flatMap { Self.assetChecksums(in: $0.fields) })
+        guard !referenced.isEmpty else { return }
+        var present = Set<String>()
+        for try await checksum in try await connection.query(
+            "SELECT checksum FROM assets WHERE database_id = \(databaseID) AND checksum = ANY(\(Array(referenced)))", logger: logger
+        ).decode(String.self) { present.insert(checksum) }
+        if let missing = referenced.subtracting(present).sorted().first {
+            throw CloudError.badRequest("asset \(missing) was not uploaded to this database (or has expired); upload it with assets/upload")
+        }
+    }
+
+    /// The checksums of the ASSETID values among `fields`.
+    static func assetChecksums(in fields: [String: FieldValue]) -> [String] {
+        fields.values.flatMap { field -> [String] in
+            switch field.type {
+            case .asset: [field.value["fileChecksum"]?.stringValue].compactMap { $0 }
+            case .assetList: field.value.arrayValue?.compactMap { $0["fileChecksum"]?.stringValue } ?? []
+            default: []
+            }
+        }
+    }
+}

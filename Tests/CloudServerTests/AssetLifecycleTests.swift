@@ -1,0 +1,74 @@
+import CloudAssets
+import CloudCore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+@Suite struct AssetLifecycleTests {
+    /// Uploads `bytes` as Alice (or `account`) and returns the `singleFile` dictionary.
+    static func upload(_ server: TestServer, _ bytes: [UInt8], as account: TestAccount? = nil) async throws -> JSONValue {
+        let url = try await AssetsAPITests.uploadURL(server, as: account ?? server.alice)
+        let reply = try await AssetsAPITests.send(server, url, bytes)
+        let json = try JSONValue.parse(reply.body.readableBytesView)
+        return try #require(json["singleFile"], "\(json)")
+    }
+
+    static func savePhoto(_ server: TestServer, _ name: String, _ asset: JSONValue, as account: TestAccount? = nil) async throws -> TestServer.Reply {
+        try await server.modify([["operationType": "forceReplace", "record": ["recordName": .string(name), "recordType": "VisitPhoto", "fields": [
+            "photo": ["value": asset, "type": "ASSET"],
+        ]]]], as: account)
+    }
+
+    @Test func theAccountQuotaIsEnforcedBeforeBytesAreStored() async throws {
+        try await TestServer.run(configure: { $0.accountQuotaBytes = 300_000 }) { server in
+            _ = try await Self.upload(server, AssetsAPITests.bytes(200_000))
+            let url = try await AssetsAPITests.uploadURL(server, as: server.alice)
+            let over = try await AssetsAPITests.send(server, url, AssetsAPITests.bytes(150_000))
+            #expect(over.status.code == 413)
+            #expect(String(buffer: over.body).contains("quota"))
+            // Bob's quota is his own.
+            _ = try await Self.upload(server, AssetsAPITests.bytes(200_000), as: server.bob)
+        }
+    }
+
+    @Test func theCollectorRemovesOnlyUnreferencedAssets() async throws {
+        try await TestServer.run { server in
+            let kept = try await Self.upload(server, AssetsAPITests.bytes(10_000))
+            let orphan = try await Self.upload(server, AssetsAPITests.bytes(20_000))
+            #expect(try await Self.savePhoto(server, "p1", kept).status == 200)
+            let records = server.dependencies.records
+            let assets = server.dependencies.assets
+            let future = Int64(Date().timeIntervalSince1970 * 1000) + 60_000
+            func collect() async throws -> Int {
+                try await records.collectUnreferencedAssets(storedBeforeMs: future, logger: TestDatabase.logger) { databaseID, checksum in
+                    try await assets.remove(owner: "db\(databaseID)", checksum: checksum)
+                }
+            }
+            #expect(try await collect() == 1)
+            let lookup = try await server.call("records/lookup", ["records": [["recordName": "p1"]]], as: server.alice)
+            let url = try #require(lookup.records.first?["fields"]?["photo"]?["value"]?["downloadURL"]?.stringValue)
+            #expect(try await AssetsAPITests.send(server, url, method: .get).status == .ok)
+            // The collected asset cannot be referenced any more, even with its (still unexpired) receipt.
+            #expect(try await Self.savePhoto(server, "p2", orphan).errorCode == "BAD_REQUEST")
+
+            // Once its record is gone, the kept asset goes too.
+            try await server.modify([Op.typed("forceDelete", "p1")])
+            #expect(try await collect() == 1)
+            #expect(try await AssetsAPITests.send(server, url, method: .get).status == .notFound)
+        }
+    }
+
+    @Test func rereferenceHandsOutReceiptsForAssetsRecordsHold() async throws {
+        try await TestServer.run { server in
+            let asset = try await Self.upload(server, AssetsAPITests.bytes(5000))
+            #expect(try await Self.savePhoto(server, "p1", asset).status == 200)
+            let reply = try await server.call("assets/rereference", ["assets": [["recordName": "p1", "fieldName": "photo"], ["recordName": "nope", "fieldName": "photo"]]], as: server.alice)
+            let again = try #require(reply.json["assets"]?[0])
+            #expect(again["fileChecksum"] == asset["fileChecksum"])
+            #expect(reply.json["assets"]?[1]?["serverErrorCode"] == "NOT_FOUND")
+            #expect(try await Self.savePhoto(server, "p2", ["fileChecksum": again["fileChecksum"]!, "size": again["size"]!, "receipt": again["receipt"]!]).status == 200)
+        }
+    }
+}
