@@ -38,7 +38,7 @@ struct WireWriter {
         } else {
             self.json.key("recordChangeTag"); self.json.string(record.changeTag)
             self.json.key("fields")
-            let hasAssets = self.downloadURL != nil && record.fieldsJSON.contains("\"ASSETID")
+            let hasAssets = self.downloadURL != nil && Self.mentionsAsset(record.fieldsJSON)
             if self.numbersAsStrings || hasAssets, var fields = try? JSONValue.parse(Array(record.fieldsJSON.utf8)) {
                 if self.numbersAsStrings { fields = Self.stringifyingNumbers(fields) }
                 if hasAssets, let downloadURL = self.downloadURL { fields = Self.addingDownloadURLs(fields, downloadURL) }
@@ -67,6 +67,22 @@ struct WireWriter {
             self.json.key("serverRecord"); self.record(serverRecord, zoneName: zone.0, owner: zone.1)
         }
         self.json.endObject()
+    }
+
+    /// Whether stored field JSON has an ASSETID value: a byte scan on every record answered, so it must be cheap
+    /// (Foundation's `String.contains` cost pulls about a third of their speed).
+    static func mentionsAsset(_ fields: String) -> Bool {
+        var fields = fields
+        return fields.withUTF8 { bytes in
+            let needle = Array("ASSETID".utf8)
+            guard bytes.count >= needle.count else { return false }
+            for index in 0...(bytes.count - needle.count) where bytes[index] == 65 {
+                var offset = 1
+                while offset < needle.count, bytes[index + offset] == needle[offset] { offset += 1 }
+                if offset == needle.count { return true }
+            }
+            return false
+        }
     }
 
     /// ASSETID values with their `downloadURL`.

@@ -5,9 +5,11 @@ import Foundation
 import NIOCore
 import Testing
 
-@Suite struct FileAssetStoreTests {
+@Suite final class FileAssetStoreTests {
     let root = NSTemporaryDirectory() + "stadiumcloud-assets-" + UUID().uuidString
     let owner = "_0123456789abcdef0123456789abcdef"
+
+    deinit { try? FileManager.default.removeItem(atPath: self.root) }
 
     /// Deterministic bytes, split into chunks as a network would deliver them.
     static func bytes(_ count: Int, seed: UInt8 = 1) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) } }

@@ -99,7 +99,9 @@ struct TestServer: Sendable {
 func withTestStore(_ body: (ServerDependencies) async throws -> Void) async throws {
     let url = try await TestDatabase.shared.makeDatabase()
     try await withPostgresClient(url, logger: TestDatabase.logger) { client in
-        let assets = try FileAssetStore(root: NSTemporaryDirectory() + "stadiumcloud-test-assets-" + UUID().uuidString)
+        let assetsRoot = NSTemporaryDirectory() + "stadiumcloud-test-assets-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: assetsRoot) }
+        let assets = try FileAssetStore(root: assetsRoot)
         let dependencies = try await ServerDependencies(
             client: client, migrations: try Migration.load(from: TestDatabase.migrationsPath), assets: assets, logger: TestDatabase.logger)
         try await body(dependencies)
