@@ -10,6 +10,7 @@ ensure_packages() {
     local missing=()
     [ -n "$(pg_bin_dir)" ] || missing+=(postgresql)
     command -v psql >/dev/null 2>&1 || missing+=(postgresql-client)
+    command -v curl >/dev/null 2>&1 || missing+=(curl)  # the asset tests upload with real curl
     if [ ${#missing[@]} -gt 0 ]; then
         echo "Installing ${missing[*]} from apt…" >&2
         local sudo=""

@@ -28,9 +28,14 @@ struct TestServer: Sendable {
     static let base = "/database/1/iCloud.com.sportstime.test/development"
 
     /// Runs `body` against a new server and database.
-    static func run(configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: @Sendable (TestServer) async throws -> Void) async throws {
+    /// With `.live` the server listens on a free loopback port (`client.port`), for tests that use real clients.
+    static func run(
+        _ setup: TestingSetup = .router, configure: (inout ServerConfiguration) -> Void = { _ in },
+        _ body: @Sendable (TestServer) async throws -> Void
+    ) async throws {
         try await withTestStore { dependencies in
             var configuration = ServerConfiguration()
+            configuration.port = 0
             configuration.purgeInterval = .seconds(86_400)
             configure(&configuration)
             let logger = TestDatabase.logger
@@ -42,7 +47,7 @@ struct TestServer: Sendable {
             let app = buildApplication(
                 configuration: configuration, dependencies: dependencies,
                 extensions: CanonicalEndpoints(records: dependencies.records).endpoints, logger: logger)
-            try await app.test(.router) { client in
+            try await app.test(setup) { client in
                 try await body(TestServer(
                     client: client, dependencies: dependencies, apiToken: apiToken, operatorToken: operatorToken,
                     alice: TestAccount(account: alice.account, webAuthToken: alice.webAuthToken),

@@ -1,0 +1,74 @@
+import CloudCore
+import Foundation
+import Testing
+
+/// The asset flow with real clients against a listening server: curl sends `Expect: 100-continue` on large bodies.
+@Suite(.serialized) struct AssetClientTests {
+    /// Runs curl verbosely; returns its standard output and its trace (standard error).
+    static func curl(_ arguments: [String]) throws -> (output: String, trace: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["curl", "-sv", "--max-time", "60"] + arguments
+        let output = Pipe()
+        let trace = FileManager.default.temporaryDirectory.appendingPathComponent("curl-trace-\(UUID().uuidString)")
+        FileManager.default.createFile(atPath: trace.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: trace) }
+        process.standardOutput = output
+        process.standardError = try FileHandle(forWritingTo: trace)
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (String(decoding: data, as: UTF8.self), (try? String(contentsOf: trace, encoding: .utf8)) ?? "")
+    }
+
+    static func peakRSSKiB() -> Int {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        return status.split(separator: "\n").first { $0.hasPrefix("VmHWM") }.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
+    }
+
+    @Test func curlUploadsALargeFileWithoutStallingOrBuffering() async throws {
+        try await TestServer.run(.live, configure: { $0.maxAssetBytes = 1 << 30 }) { server in
+            let port = try #require(server.client.port)
+            let url = try await AssetsAPITests.uploadURL(server, as: server.alice)
+            let local = "http://127.0.0.1:\(port)" + AssetsAPITests.path(url)
+            let file = NSTemporaryDirectory() + "stadiumcloud-curl-\(UUID().uuidString).bin"
+            defer { try? FileManager.default.removeItem(atPath: file) }
+            // 256 MiB: more than this server should ever hold of one upload.
+            let megabyte = Data(AssetsAPITests.bytes(1 << 20))
+            FileManager.default.createFile(atPath: file, contents: nil)
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: file))
+            for _ in 0..<256 { handle.write(megabyte) }
+            try handle.close()
+
+            let before = Self.peakRSSKiB()
+            let started = ContinuousClock.now
+            let (output, trace) = try Self.curl(["-T", file, "-X", "POST", "-w", "\n%{http_code}", "-H", "Content-Type: application/octet-stream", local])
+            let elapsed = ContinuousClock.now - started
+            #expect(trace.contains("Expect: 100-continue"))
+            #expect(trace.contains("HTTP/1.1 100 Continue"), "the server must answer 100 Continue, or curl waits a second")
+            let lines = output.split(separator: "\n")
+            #expect(lines.last == "200", "\(output.prefix(300))")
+            let reply = try JSONValue.parse(Array(lines.first.map(String.init)?.utf8 ?? "".utf8))
+            #expect(reply["singleFile"]?["size"] == .int(256 << 20))
+            // With Expect: 100-continue answered there is no one-second wait before the body.
+            #expect(elapsed < .seconds(30))
+            #expect(Self.peakRSSKiB() - before < 128 * 1024, "the upload was not held in memory")
+        }
+    }
+
+    @Test func downloadURLsForAnotherAccountOrPastTheirTimeAreDenied() async throws {
+        try await TestServer.run(configure: { $0.downloadURLLifetimeSeconds = 1 }) { server in
+            let asset = try await AssetLifecycleTests.upload(server, AssetsAPITests.bytes(1000))
+            #expect(try await AssetLifecycleTests.savePhoto(server, "p", asset).status == 200)
+            let lookup = try await server.call("records/lookup", ["records": [["recordName": "p"]]], as: server.alice)
+            let url = try #require(lookup.records.first?["fields"]?["photo"]?["value"]?["downloadURL"]?.stringValue)
+            #expect(try await AssetsAPITests.send(server, url, method: .get).status == .ok)
+            // The same asset under another account's owner: the signature does not cover it.
+            let owner = try #require(url.split(separator: "/").first { $0.hasPrefix("db") })
+            let elsewhere = url.replacingOccurrences(of: "/\(owner)/", with: "/db999999/")
+            #expect(try await AssetsAPITests.send(server, elsewhere, method: .get).status == .forbidden)
+            try await Task.sleep(for: .milliseconds(1100))
+            #expect(try await AssetsAPITests.send(server, url, method: .get).status == .forbidden)
+        }
+    }
+}
