@@ -27,10 +27,12 @@ public protocol AssetStore: Sendable {
     /// Drops an upload in progress (a client starting over).
     func discard(upload: String) async throws
 
-    /// Finishes `upload`: verifies SHA-256 over the whole file (and `expectedChecksum`, hex or base64, when
-    /// given), makes it durable and moves it atomically into `owner`'s blobs. The same bytes stored twice are
-    /// kept once.
-    func complete(upload: String, owner: String, expectedChecksum: String?) async throws -> StoredAsset
+    /// Checks a finished `upload`: SHA-256 over the whole file (and `expectedChecksum`, hex or base64, when
+    /// given), then makes it durable. A mismatch drops the upload.
+    func verify(upload: String, expectedChecksum: String?) async throws -> StoredAsset
+
+    /// Moves a verified upload atomically into `owner`'s blobs; the same bytes stored twice are kept once.
+    func publish(upload: String, owner: String, asset: StoredAsset) async throws
 
     /// The size of `owner`'s blob with `checksum`, or nil.
     func size(owner: String, checksum: String) async throws -> Int64?
@@ -44,4 +46,13 @@ public protocol AssetStore: Sendable {
     /// Drops partial uploads untouched for longer than `age` seconds (abandoned or cut off by a crash).
     @discardableResult
     func removePartialUploads(olderThan age: Double) async throws -> Int
+}
+
+extension AssetStore {
+    /// `verify` then `publish`, for callers that need no lock between them.
+    public func complete(upload: String, owner: String, expectedChecksum: String?) async throws -> StoredAsset {
+        let asset = try await self.verify(upload: upload, expectedChecksum: expectedChecksum)
+        try await self.publish(upload: upload, owner: owner, asset: asset)
+        return asset
+    }
 }

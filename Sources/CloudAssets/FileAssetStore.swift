@@ -92,7 +92,7 @@ public final class FileAssetStore: AssetStore {
         return hasher
     }
 
-    public func complete(upload: String, owner: String, expectedChecksum: String?) async throws -> StoredAsset {
+    public func verify(upload: String, expectedChecksum: String?) async throws -> StoredAsset {
         let path = try self.partialPath(upload)
         let length = try await self.uploadedLength(of: upload)
         guard length > 0 else { throw CloudError.badRequest("upload \(upload) has no bytes") }
@@ -104,15 +104,18 @@ public final class FileAssetStore: AssetStore {
         }
         // Durable before it becomes visible.
         try await self.fileSystem.withFileHandle(forReadingAndWritingAt: path, options: .modifyFile(createIfNecessary: false)) { try await $0.synchronize() }
-        let destination = try self.blobPath(owner: owner, checksum: checksum)
+        return StoredAsset(checksum: checksum, size: length)
+    }
+
+    public func publish(upload: String, owner: String, asset: StoredAsset) async throws {
+        let destination = try self.blobPath(owner: owner, checksum: asset.checksum)
         try await self.fileSystem.createDirectory(at: destination.removingLastComponent(), withIntermediateDirectories: true, permissions: nil)
         if try await self.fileSystem.info(forFileAt: destination) != nil {
             try await self.discard(upload: upload)  // The same bytes are already stored for this owner.
         } else {
-            try await self.fileSystem.moveItem(at: path, to: destination)
+            try await self.fileSystem.moveItem(at: try self.partialPath(upload), to: destination)
             self.hashing.withLock { $0[upload] = nil }
         }
-        return StoredAsset(checksum: checksum, size: length)
     }
 
     /// A client checksum, as hex or as base64 of the SHA-256.

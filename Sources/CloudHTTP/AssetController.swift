@@ -118,8 +118,11 @@ struct AssetController: Sendable {
             try await self.store.discard(upload: grant.upload)
             throw CloudError(.quotaExceeded, "this asset would pass the account's \(quota)-byte quota")
         }
-        let asset = try await self.store.complete(upload: grant.upload, owner: grant.owner, expectedChecksum: request.headers[Self.checksum])
-        try await self.records.recordAsset(checksum: asset.checksum, size: asset.size, in: grant.databaseID, logger: context.logger)
+        let asset = try await self.store.verify(upload: grant.upload, expectedChecksum: request.headers[Self.checksum])
+        let store = self.store
+        try await self.records.publishAsset(checksum: asset.checksum, size: asset.size, in: grant.databaseID, logger: context.logger) {
+            try await store.publish(upload: grant.upload, owner: grant.owner, asset: asset)
+        }
         let receipt = self.capabilities.sign(
             .receipt, owner: grant.owner, expires: Self.nowMs() + Int64(self.configuration.receiptLifetimeSeconds * 1000), size: asset.size, subject: asset.checksum)
         var json = JSONWriter()

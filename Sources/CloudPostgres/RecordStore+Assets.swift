@@ -3,15 +3,27 @@ import Logging
 import PostgresNIO
 
 extension RecordStore {
-    /// Notes a completed upload for `database` (the bytes are in the asset store). Storing it again refreshes its age.
-    public func recordAsset(checksum: String, size: Int64, in databaseID: Int64, logger: Logger) async throws {
-        _ = try await translatingDatabaseErrors {
-            try await self.client.query(
+    /// Runs `publish` (moving verified bytes into place) and notes the asset for `database`, under the lock the
+    /// collector takes for the same asset: a collection either finishes before (and the bytes are placed again)
+    /// or starts after (and sees the fresh row). Storing the same asset again refreshes its age.
+    public func publishAsset(
+        checksum: String, size: Int64, in databaseID: Int64, logger: Logger, publish: () async throws -> Void
+    ) async throws {
+        try await self.client.transaction(logger: logger) { connection in
+            try await Self.lockAsset(databaseID: databaseID, checksum: checksum, on: connection, logger: logger)
+            try await publish()
+            try await connection.query(
                 """
                 INSERT INTO assets (database_id, checksum, size, stored_ms) VALUES (\(databaseID), \(checksum), \(size), \(Self.nowMs()))
                 ON CONFLICT (database_id, checksum) DO UPDATE SET stored_ms = EXCLUDED.stored_ms
                 """, logger: logger)
         }
+    }
+
+    /// A transaction lock on one asset of one database (hashed; a collision only serializes two assets).
+    static func lockAsset(databaseID: Int64, checksum: String, on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.query(
+            "SELECT pg_advisory_xact_lock(hashtext(\(String(databaseID)) || ':' || \(checksum))::int8)", logger: logger)
     }
 
     /// Bytes of assets stored for `database`, for its quota.
@@ -24,9 +36,10 @@ extension RecordStore {
         }
     }
 
-    /// Assets stored before `cutoffMs` that no live record references, removed from the table one by one, each
-    /// under its database's write lock, so a write that references it either commits first (and it stays) or
-    /// fails its asset check. Calls `remove` for the bytes after each commit; returns how many went.
+    /// Assets stored before `cutoffMs` that no live record references, removed one by one, each under its
+    /// database's write lock (a write that references it either commits first, and it stays, or fails its asset
+    /// check) and its asset lock (an upload of the same bytes waits). `remove` deletes the bytes inside that
+    /// transaction. Returns how many went.
     public func collectUnreferencedAssets(storedBeforeMs cutoffMs: Int64, logger: Logger, remove: (Int64, String) async throws -> Void) async throws -> Int {
         let candidates = try await self.client.reading { connection in
             var found: [(Int64, String)] = []
@@ -44,20 +57,19 @@ extension RecordStore {
         for (databaseID, checksum) in candidates {
             let deleted = try await self.client.transaction(logger: logger) { connection -> Bool in
                 _ = try await Self.lockChangeSequence(of: DatabaseRef(id: databaseID, scope: .private, ownerRecordName: ""), on: connection, logger: logger)
+                try await Self.lockAsset(databaseID: databaseID, checksum: checksum, on: connection, logger: logger)
                 var gone = false
                 for try await _ in try await connection.query(
                     """
-                    DELETE FROM assets a WHERE a.database_id = \(databaseID) AND a.checksum = \(checksum) AND NOT EXISTS (
+                    DELETE FROM assets a WHERE a.database_id = \(databaseID) AND a.checksum = \(checksum) AND a.stored_ms < \(cutoffMs) AND NOT EXISTS (
                         SELECT 1 FROM records r JOIN zones z ON z.id = r.zone_id
                         WHERE z.database_id = a.database_id AND NOT r.deleted AND r.asset_refs @> ARRAY[a.checksum])
                     RETURNING 1
                     """, logger: logger) { gone = true }
+                if gone { try await remove(databaseID, checksum) }
                 return gone
             }
-            if deleted {
-                try await remove(databaseID, checksum)
-                removed += 1
-            }
+            if deleted { removed += 1 }
         }
         return removed
     }

@@ -71,4 +71,35 @@ import Testing
             #expect(try await Self.savePhoto(server, "p2", ["fileChecksum": again["fileChecksum"]!, "size": again["size"]!, "receipt": again["receipt"]!]).status == 200)
         }
     }
+
+    @Test func collectingWhileTheSameBytesAreUploadedAgainNeverLosesThem() async throws {
+        try await TestServer.run { server in
+            let records = server.dependencies.records
+            let assets = server.dependencies.assets
+            let bytes = AssetsAPITests.bytes(4000)
+            let future = Int64(Date().timeIntervalSince1970 * 1000) + 60_000
+            let databaseID = try await server.alice.databaseID(server)
+            for _ in 0..<20 {
+                let url = try await AssetsAPITests.uploadURL(server, as: server.alice)
+                async let collected = records.collectUnreferencedAssets(storedBeforeMs: future, logger: TestDatabase.logger) { databaseID, checksum in
+                    try await assets.remove(owner: "db\(databaseID)", checksum: checksum)
+                }
+                async let uploaded = AssetsAPITests.send(server, url, bytes)
+                _ = try await (collected, uploaded)
+                // Whatever the interleaving: an asset the database knows has its bytes.
+                if try await records.assetUsage(of: databaseID, logger: TestDatabase.logger) > 0 {
+                    #expect(try await assets.size(owner: "db\(databaseID)", checksum: AssetsAPITests.hex(bytes)) == 4000)
+                }
+            }
+        }
+    }
+}
+
+extension TestAccount {
+    /// The internal id of this account's private database in the test container.
+    func databaseID(_ server: TestServer) async throws -> Int64 {
+        try await server.dependencies.records.database(
+            container: "iCloud.com.sportstime.test", environment: "development", scope: .private, owner: self.account, logger: TestDatabase.logger
+        ).id
+    }
 }
