@@ -22,7 +22,7 @@ public struct CanonicalImporter: Sendable {
         let source = try dataset.records()
         progress("read \(source.count) canonical records")
         let database = try await self.records.database(container: container, environment: environment, scope: .public, owner: nil, logger: self.logger)
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let now = Timestamp.now
         let stamp = ChangeStamp(timestamp: now, userRecordName: "_canonicalImport", deviceID: "stadiumcloud import")
         let plan = Mutex<CanonicalImportPlan?>(nil)
         let written = try await self.records.rewriteZone(defaultZoneName, in: database, stamp: stamp, commit: !dryRun, logger: self.logger) { stored in

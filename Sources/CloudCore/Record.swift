@@ -1,3 +1,5 @@
+import Foundation
+
 /// Who changed a record, when (ms since 1970) and from which device: the `created`/`modified` dictionaries.
 public struct ChangeStamp: Sendable, Hashable {
     public var timestamp: Int64
@@ -87,4 +89,10 @@ public struct RecordDraft: Sendable, Equatable {
         self.recordType = recordType
         self.fields = fields
     }
+}
+
+/// CloudKit TIMESTAMPs: milliseconds since 1970.
+public enum Timestamp {
+    /// Now, in milliseconds since 1970.
+    public static var now: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 }

@@ -125,7 +125,7 @@ struct TombstonePurgeService: Service {
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 try await Task.sleep(for: self.interval)
-                let cutoff = Int64(Date().timeIntervalSince1970 * 1000) - Int64(self.retention.components.seconds * 1000)
+                let cutoff = Timestamp.now - Int64(self.retention.components.seconds * 1000)
                 do {
                     let purged = try await self.records.purgeTombstones(olderThanMs: cutoff, logger: self.logger)
                     self.logger.info("purged tombstones", metadata: ["records": "\(purged.records)", "zones": "\(purged.zones)"])
@@ -160,7 +160,7 @@ struct AssetCollectorService: Service {
     }
 
     func collect() async throws {
-        let cutoff = Int64(Date().timeIntervalSince1970 * 1000) - Int64(self.configuration.unreferencedAssetGraceSeconds) * 1000
+        let cutoff = Timestamp.now - Int64(self.configuration.unreferencedAssetGraceSeconds) * 1000
         let removed = try await self.records.collectUnreferencedAssets(storedBeforeMs: cutoff, logger: self.logger) { databaseID, checksum in
             try await self.assets.remove(owner: assetOwner(databaseID: databaseID), checksum: checksum)
         }

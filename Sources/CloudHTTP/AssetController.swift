@@ -13,8 +13,10 @@ struct AssetCapabilities: Sendable {
 
     enum Kind: UInt8 { case upload = 5, receipt = 6, download = 7 }
 
-    func sign(_ kind: Kind, owner: String, expires: Int64, size: Int64 = 0, subject: String) -> String {
-        self.signer.sign([kind.rawValue] + Array(owner.utf8) + [0] + withUnsafeBytes(of: expires.bigEndian, Array.init)
+    /// A capability of `kind` valid for `seconds` from now.
+    func sign(_ kind: Kind, owner: String, validFor seconds: Int, size: Int64 = 0, subject: String) -> String {
+        let expires = Timestamp.now + Int64(seconds) * 1000
+        return self.signer.sign([kind.rawValue] + Array(owner.utf8) + [0] + withUnsafeBytes(of: expires.bigEndian, Array.init)
             + withUnsafeBytes(of: size.bigEndian, Array.init) + Array(subject.utf8))
     }
 
@@ -54,7 +56,6 @@ struct AssetController: Sendable {
         router.get("assets/download/:owner/:checksum/:file") { request, context in try await self.download(request, context) }
     }
 
-    static func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     /// The upload a signed URL allows, or ACCESS_DENIED.
     func uploadGrant(_ request: Request, _ context: BasicRequestContext) throws -> (upload: String, owner: String, databaseID: Int64) {
@@ -62,7 +63,7 @@ struct AssetController: Sendable {
         guard let capability = request.uri.queryParameters["c"].map(String.init),
             let grant = self.capabilities.verify(.upload, capability), grant.subject == upload
         else { throw CloudError.accessDenied("this upload URL is not valid") }
-        guard grant.expires > Self.nowMs() else { throw CloudError.accessDenied("this upload URL has expired; ask assets/upload for a new one") }
+        guard grant.expires > Timestamp.now else { throw CloudError.accessDenied("this upload URL has expired; ask assets/upload for a new one") }
         guard let databaseID = databaseID(ofAssetOwner: grant.owner) else { throw CloudError.accessDenied("this upload URL is not valid") }
         return (upload, grant.owner, databaseID)
     }
@@ -124,7 +125,7 @@ struct AssetController: Sendable {
             try await store.publish(upload: grant.upload, owner: grant.owner, asset: asset)
         }
         let receipt = self.capabilities.sign(
-            .receipt, owner: grant.owner, expires: Self.nowMs() + Int64(self.configuration.receiptLifetimeSeconds * 1000), size: asset.size, subject: asset.checksum)
+            .receipt, owner: grant.owner, validFor: self.configuration.receiptLifetimeSeconds, size: asset.size, subject: asset.checksum)
         var json = JSONWriter()
         json.value(["singleFile": ["fileChecksum": .string(asset.checksum), "size": .int(asset.size), "receipt": .string(receipt)]])
         return Response(status: .ok, headers: [.contentType: "application/json; charset=UTF-8"], body: .init(byteBuffer: ByteBuffer(bytes: json.bytes)))
@@ -136,7 +137,7 @@ struct AssetController: Sendable {
         guard let signature = request.uri.queryParameters["s"].map(String.init),
             let grant = self.capabilities.verify(.download, signature), grant.owner == owner, grant.subject == checksum
         else { throw CloudError.accessDenied("this download URL is not valid") }
-        guard grant.expires > Self.nowMs() else { throw CloudError.accessDenied("this download URL has expired; fetch the record again") }
+        guard grant.expires > Timestamp.now else { throw CloudError.accessDenied("this download URL has expired; fetch the record again") }
         guard let size = try await self.store.size(owner: owner, checksum: checksum) else { throw CloudError.notFound("no such asset") }
         let etag = "\"\(checksum)\""
         var headers: HTTPFields = [.eTag: etag, .cacheControl: "private, max-age=31536000, immutable", .acceptRanges: "bytes", .contentType: "application/octet-stream"]

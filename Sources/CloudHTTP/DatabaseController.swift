@@ -122,12 +122,12 @@ struct DatabaseController: Sendable {
         var writer = WireWriter()
         writer.numbersAsStrings = try call.body.bool("numbersAsStrings") ?? call.body.bool("numberAsStrings") ?? false
         let owner = assetOwner(call.database)
-        let expires = Int64(Date().timeIntervalSince1970 * 1000) + Int64(self.configuration.downloadURLLifetimeSeconds * 1000)
+        let lifetime = self.configuration.downloadURLLifetimeSeconds
         let capabilities = self.capabilities
         let base = call.baseURL
         // CloudKit's download URLs carry a ${f} placeholder that clients replace with a file name.
         writer.downloadURL = { checksum in
-            "\(base)/assets/download/\(owner)/\(checksum)/${f}?s=\(capabilities.sign(.download, owner: owner, expires: expires, subject: checksum))"
+            "\(base)/assets/download/\(owner)/\(checksum)/${f}?s=\(capabilities.sign(.download, owner: owner, validFor: lifetime, subject: checksum))"
         }
         return writer
     }
@@ -141,7 +141,6 @@ struct DatabaseController: Sendable {
             throw CloudError.badRequest("at most \(self.records.limits.maxOperations) tokens per request")
         }
         let owner = assetOwner(call.database)
-        let expires = Int64(Date().timeIntervalSince1970 * 1000) + Int64(self.configuration.uploadURLLifetimeSeconds * 1000)
         var writer = WireWriter()
         writer.json.beginObject()
         writer.json.key("tokens")
@@ -153,7 +152,7 @@ struct DatabaseController: Sendable {
             writer.json.key("recordName"); writer.json.string(try token.string("recordName") ?? UUID().uuidString)
             writer.json.key("fieldName"); writer.json.string(fieldName)
             writer.json.key("url")
-            writer.json.string("\(call.baseURL)/assets/upload/\(upload)?c=\(self.capabilities.sign(.upload, owner: owner, expires: expires, subject: upload))")
+            writer.json.string("\(call.baseURL)/assets/upload/\(upload)?c=\(self.capabilities.sign(.upload, owner: owner, validFor: self.configuration.uploadURLLifetimeSeconds, subject: upload))")
             writer.json.endObject()
         }
         writer.json.endArray()
@@ -179,7 +178,7 @@ struct DatabaseController: Sendable {
                 guard let grant = self.capabilities.verify(.receipt, receipt), grant.owner == owner,
                     grant.subject == asset["fileChecksum"]?.stringValue
                 else { throw CloudError.badRequest("record \(operation.recordName): the asset receipt is not valid for this database") }
-                guard grant.expires > Int64(Date().timeIntervalSince1970 * 1000) else {
+                guard grant.expires > Timestamp.now else {
                     throw CloudError.badRequest("record \(operation.recordName): the asset receipt has expired; upload the asset again")
                 }
                 if let size = asset["size"]?.int64Value, size != grant.size {
@@ -201,7 +200,6 @@ struct DatabaseController: Sendable {
         let zone = try self.zone(call.body, in: call)
         let found = try await self.records.lookup(wanted.map(\.0), zoneName: zone, desiredKeys: Array(Set(wanted.map(\.1))), in: call.database, logger: call.logger)
         let owner = assetOwner(call.database)
-        let expires = Int64(Date().timeIntervalSince1970 * 1000) + Int64(self.configuration.receiptLifetimeSeconds * 1000)
         var writer = WireWriter()
         writer.json.beginObject()
         writer.json.key("assets")
@@ -215,7 +213,7 @@ struct DatabaseController: Sendable {
             }
             writer.json.value([
                 "recordName": .string(name), "fieldName": .string(field), "fileChecksum": .string(checksum), "size": .int(size),
-                "receipt": .string(self.capabilities.sign(.receipt, owner: owner, expires: expires, size: size, subject: checksum)),
+                "receipt": .string(self.capabilities.sign(.receipt, owner: owner, validFor: self.configuration.receiptLifetimeSeconds, size: size, subject: checksum)),
             ])
         }
         writer.json.endArray()
@@ -244,7 +242,7 @@ struct DatabaseController: Sendable {
         }
         let zone = zoneName ?? defaultZoneName
         try self.checkReceipts(in: operations, database: call.database)
-        let stamp = ChangeStamp(timestamp: Int64(Date().timeIntervalSince1970 * 1000), userRecordName: call.caller.userRecordName, deviceID: call.deviceID)
+        let stamp = ChangeStamp(timestamp: Timestamp.now, userRecordName: call.caller.userRecordName, deviceID: call.deviceID)
         let result = try await self.records.modify(
             operations, zoneName: zone, atomic: try call.body.bool("atomic"), in: call.database, stamp: stamp, logger: call.logger)
         let desiredKeys = try call.body.desiredKeys()

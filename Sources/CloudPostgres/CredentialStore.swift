@@ -38,7 +38,7 @@ public final class CredentialStore: Sendable {
         try FieldName.validate(name, path: "account", what: "account name")
         let userRecordName = "_" + Self.hex(Self.randomBytes(16))
         let token = TokenSigner.base64URL(Self.randomBytes(32))
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let now = Timestamp.now
         let account = try await self.client.transaction(logger: logger) { connection -> Account in
             let rows = try await connection.query(
                 """
@@ -61,7 +61,7 @@ public final class CredentialStore: Sendable {
         let token = Self.hex(Self.randomBytes(32))
         _ = try await translatingDatabaseErrors {
             try await self.client.query(
-                "INSERT INTO credentials (token_hash, kind, label, created_ms) VALUES (\(Self.hash(token)), \(role.rawValue), \(label), \(Int64(Date().timeIntervalSince1970 * 1000)))",
+                "INSERT INTO credentials (token_hash, kind, label, created_ms) VALUES (\(Self.hash(token)), \(role.rawValue), \(label), \(Timestamp.now))",
                 logger: logger)
         }
         return token
@@ -71,7 +71,7 @@ public final class CredentialStore: Sendable {
     public func revoke(token: String, logger: Logger) async throws -> Bool {
         let rows = try await translatingDatabaseErrors {
             try await self.client.query(
-                "UPDATE credentials SET revoked_ms = \(Int64(Date().timeIntervalSince1970 * 1000)) WHERE token_hash = \(Self.hash(token)) AND revoked_ms IS NULL RETURNING 1",
+                "UPDATE credentials SET revoked_ms = \(Timestamp.now) WHERE token_hash = \(Self.hash(token)) AND revoked_ms IS NULL RETURNING 1",
                 logger: logger)
         }
         var found = false

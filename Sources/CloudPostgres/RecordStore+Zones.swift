@@ -64,7 +64,7 @@ extension RecordStore {
         for operation in operations { try FieldName.validate(operation.zoneName, path: "zones/modify", what: "zone name") }
         return try await self.client.transaction(logger: logger) { connection in
             var head = try await Self.lockChangeSequence(of: database, on: connection, logger: logger)
-            let now = Self.nowMs()
+            let now = Timestamp.now
             var outcomes: [ZoneOutcome] = []
             for operation in operations {
                 let name = operation.zoneName

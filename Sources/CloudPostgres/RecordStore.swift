@@ -93,7 +93,7 @@ public final class RecordStore: Sendable {
                 """, logger: logger)
             for try await id in inserted.decode(Int64.self) {
                 try await connection.query(
-                    "INSERT INTO zones (database_id, zone_name, change_seq, modified_ms) VALUES (\(id), \(defaultZoneName), 0, \(Self.nowMs()))",
+                    "INSERT INTO zones (database_id, zone_name, change_seq, modified_ms) VALUES (\(id), \(defaultZoneName), 0, \(Timestamp.now))",
                     logger: logger)
                 return id
             }
@@ -117,7 +117,6 @@ public final class RecordStore: Sendable {
         throw CloudError(.zoneNotFound, "zone \(name) does not exist")
     }
 
-    static func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     // MARK: records/modify
 

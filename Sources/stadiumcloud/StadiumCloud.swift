@@ -183,7 +183,7 @@ struct Tombstones: AsyncParsableCommand {
         @Option(help: "Keep tombstones younger than this many days.") var olderThanDays = 30
 
         func run() async throws {
-            let cutoff = Int64(Date().timeIntervalSince1970 * 1000) - Int64(self.olderThanDays) * 86_400_000
+            let cutoff = Timestamp.now - Int64(self.olderThanDays) * 86_400_000
             let purged = try await self.database.withClient { client, logger in
                 try await recordStore(client, logger).purgeTombstones(olderThanMs: cutoff, logger: logger)
             }
