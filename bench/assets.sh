@@ -5,35 +5,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/postgres.sh
+source scripts/lib/bench-server.sh
 ensure_packages
-command -v curl >/dev/null || { apt-get install -y -qq curl >/dev/null; }
 
 swift build -c release --product stadiumcloud >&2
 bin="$(swift build -c release --show-bin-path)/stadiumcloud"
 size_mb="${BENCH_ASSET_MB:-1024}"
-work="$(mktemp -d /tmp/stadiumcloud-asset-bench.XXXXXX)"
-chmod 755 "$work"  # the postgres user must reach the cluster folder inside
-data="$work/pg"
-port="$(free_port 56532)"
-http_port="$(free_port 18280)"
-server_pid=""
-cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; wait 2>/dev/null; pg_stop "$data"; rm -rf "$work"; }
-trap cleanup EXIT
-pg_start "$data" "$port"
-psql -h 127.0.0.1 -p "$port" -U postgres -qc "CREATE DATABASE bench"
-export STADIUMCLOUD_DATABASE_URL="postgres://postgres@127.0.0.1:$port/bench"
-"$bin" migrate up >/dev/null 2>&1
-api_token="$("$bin" tokens create 2>/dev/null)"
-web_token="$("$bin" accounts create bench 2>/dev/null | sed -n 's/^ckWebAuthToken: //p')"
-LOG_LEVEL=warning "$bin" serve --port "$http_port" --assets "$work/assets" --max-asset-mb $((size_mb * 2)) &
-server_pid=$!
-for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$http_port/health" >/dev/null && break; sleep 0.2; done
+bench_start_server "$bin" --max-asset-mb $((size_mb * 2))
+work="$bench_work"
+server_pid="$bench_server_pid"
 
 head -c $((size_mb * 1024 * 1024)) /dev/urandom > "$work/photo.bin"
 disk_mbs=$(dd if="$work/photo.bin" of="$work/dd.out" bs=1M conv=fdatasync 2>&1 | awk '/copied/ {print $(NF-1), $NF}')
 rm -f "$work/dd.out"
 
-base="http://127.0.0.1:$http_port/database/1/iCloud.com.sportstime.bench/development/private"
+base="$bench_url/database/1/iCloud.com.sportstime.bench/development/private"
 query="ckAPIToken=$api_token&ckWebAuthToken=$web_token"
 url=$(curl -s -X POST "$base/assets/upload?$query" -d '{"tokens":[{"recordType":"VisitPhoto","fieldName":"photo"}]}' \
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens"][0]["url"])')

@@ -1,0 +1,36 @@
+# Shared by the benchmarks: a throwaway PostgreSQL and a release server on free loopback ports, with an API
+# token and an account. Source after postgres.sh; call bench_start_server BIN [serve arguments…]. Sets
+# bench_work (a scratch folder), bench_url (http://127.0.0.1:PORT), api_token, web_token, user_record_name,
+# STADIUMCLOUD_DATABASE_URL; everything stops and is removed on exit.
+
+bench_start_server() {
+    local bin="$1"
+    shift
+    bench_work="$(mktemp -d /tmp/stadiumcloud-bench.XXXXXX)"
+    chmod 755 "$bench_work"  # the postgres user must reach the cluster folder inside
+    local port http_port
+    port="$(free_port 56432)"
+    http_port="$(free_port 18080)"
+    bench_server_pid=""
+    trap 'bench_stop_server' EXIT
+    pg_start "$bench_work/pg" "$port"
+    psql -h 127.0.0.1 -p "$port" -U postgres -qc "CREATE DATABASE bench"
+    export STADIUMCLOUD_DATABASE_URL="postgres://postgres@127.0.0.1:$port/bench"
+    "$bin" migrate up >/dev/null 2>&1
+    api_token="$("$bin" tokens create --label bench 2>/dev/null)"
+    local account
+    account="$("$bin" accounts create bench 2>/dev/null)"
+    web_token="$(echo "$account" | sed -n 's/^ckWebAuthToken: //p')"
+    user_record_name="$(echo "$account" | sed -n 's/^userRecordName: //p')"
+    LOG_LEVEL=warning "$bin" serve --port "$http_port" --assets "$bench_work/assets" "$@" &
+    bench_server_pid=$!
+    bench_url="http://127.0.0.1:$http_port"
+    for _ in $(seq 1 50); do curl -sf "$bench_url/health" >/dev/null && break; sleep 0.2; done
+}
+
+bench_stop_server() {
+    [ -n "${bench_server_pid:-}" ] && kill "$bench_server_pid" 2>/dev/null
+    wait 2>/dev/null
+    pg_stop "$bench_work/pg"
+    rm -rf "$bench_work"
+}
