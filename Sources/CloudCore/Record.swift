@@ -44,9 +44,6 @@ public struct Record: Sendable, Hashable {
 
     public var changeTag: String { ChangeTag.make(self.changeSeq) }
 
-    /// The fields as one JSON object in the stored/wire shape.
-    public var fieldsJSON: JSONValue { .object(self.fields.mapValues(\.json)) }
-
     public static func encode(_ fields: [String: FieldValue]) -> String {
         var writer = JSONWriter(capacity: 64 * fields.count + 2)
         writer.beginObject()

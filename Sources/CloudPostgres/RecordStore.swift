@@ -51,17 +51,17 @@ public final class RecordStore: Sendable {
     }
 
     /// The columns `snapshot(from:)` decodes, with the fields expression limited to `desiredKeys`.
-    static func recordColumns(_ builder: inout SQLBuilder, alias: String = "r", desiredKeys: [String]?) -> String {
+    static func recordColumns(_ builder: inout SQLBuilder, desiredKeys: [String]?) -> String {
         let fields: String
         if let desiredKeys {
             let keys = builder.bind(desiredKeys)
-            fields = "(SELECT coalesce(jsonb_object_agg(key, value), '{}'::jsonb) FROM jsonb_each(\(alias).fields) WHERE key = ANY(\(keys)::text[]))::text"
+            fields = "(SELECT coalesce(jsonb_object_agg(key, value), '{}'::jsonb) FROM jsonb_each(r.fields) WHERE key = ANY(\(keys)::text[]))::text"
         } else {
-            fields = "\(alias).fields::text"
+            fields = "r.fields::text"
         }
-        return ["record_name", "record_type", "change_seq", "deleted"].map { "\(alias).\($0)" }.joined(separator: ", ")
+        return ["record_name", "record_type", "change_seq", "deleted"].map { "r.\($0)" }.joined(separator: ", ")
             + ", \(fields), "
-            + ["created_ms", "created_by", "created_device", "modified_ms", "modified_by", "modified_device"].map { "\(alias).\($0)" }.joined(separator: ", ")
+            + ["created_ms", "created_by", "created_device", "modified_ms", "modified_by", "modified_device"].map { "r.\($0)" }.joined(separator: ", ")
     }
 
     typealias RecordColumns = (String, String, Int64, Bool, String, Int64, String, String, Int64, String, String)
