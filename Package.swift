@@ -27,11 +27,13 @@ let package = Package(
             name: "CloudCore",
             dependencies: [.product(name: "Crypto", package: "swift-crypto")]
         ),
-        /// Every line of SQL: migrations, record store, change log, accounts.
+        /// Every line of SQL: migrations, record store, change log, accounts, credentials (scrypt, P-256 keys).
         .target(
             name: "CloudPostgres",
             dependencies: [
                 "CloudCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -53,13 +55,15 @@ let package = Package(
                 "CloudAssets",
                 "CloudCore",
                 "CloudPostgres",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            resources: [.copy("Resources/openapi.yaml")]
         ),
         /// The sports layer: the SportsTime dataset, canonical import with the merge, identity and proximity.
         .target(
@@ -103,6 +107,7 @@ let package = Package(
                 "CloudCore",
                 "CloudPostgres",
                 "CloudHTTP",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
         ),

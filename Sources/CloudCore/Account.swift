@@ -10,9 +10,3 @@ public struct Account: Sendable, Hashable {
         self.userRecordName = userRecordName
     }
 }
-
-/// What a container API token may do: read the public database, or (operator) also write it.
-public enum APITokenRole: String, Sendable {
-    case client = "api"
-    case `operator`
-}

@@ -17,7 +17,7 @@ public enum ServerErrorCode: String, Sendable, CaseIterable {
     /// Extension: a change token older than the tombstone purge horizon (CloudKit's native `changeTokenExpired`).
     case changeTokenExpired = "CHANGE_TOKEN_EXPIRED"
 
-    /// The HTTP status CloudKit Web Services documents for the code.
+    /// The HTTP status CloudKit Web Services uses for the code.
     public var httpStatus: Int {
         switch self {
         case .accessDenied: 403
@@ -28,8 +28,9 @@ public enum ServerErrorCode: String, Sendable, CaseIterable {
         case .internalError: 500
         case .notFound, .zoneNotFound: 404
         case .quotaExceeded: 413
-        case .throttled: 429
-        case .tryAgainLater: 503
+        // The archived table says 429; the live service answers throttling with 503 and a retry-after
+        // (Apple forum thread 770908), and clients that back off on 503 then do so here too (docs/AUTH.md).
+        case .throttled, .tryAgainLater: 503
         case .validatingReferenceError: 412
         case .changeTokenExpired: 410
         }

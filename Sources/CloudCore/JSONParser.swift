@@ -4,7 +4,9 @@ struct JSONParser {
     private let bytes: [UInt8]
     private var index = 0
     private var depth = 0
-    static let maxDepth = 256
+    /// CloudKit bodies nest about eight levels (operation, record, fields, value, list, location); 64 leaves room
+    /// for any real client and keeps the parser's recursion shallow.
+    static let maxDepth = 64
 
     struct Failure: Error { let reason: String }
 

@@ -131,6 +131,8 @@ public struct ModificationPlan: Sendable {
 
 /// How an operation's wire fields become a record's fields: types, size limit and schema.
 struct FieldRules {
+    /// Fields per record: far above any real record type, low enough that one record cannot become a hash-flood.
+    static let maxFields = 256
     var maxRecordBytes: Int
     var schema: Schema?
     var scope: DatabaseScope
@@ -146,6 +148,9 @@ struct FieldRules {
             } else {
                 fields[name] = nil
             }
+        }
+        guard fields.count <= FieldRules.maxFields else {
+            throw CloudError.badRequest("\(path): record \(operation.recordName) has \(fields.count) fields; the limit is \(FieldRules.maxFields) fields per record")
         }
         if let schema = self.schema, let recordType {
             try schema.validate(recordType: recordType, fields: fields, in: self.scope, path: path)

@@ -21,11 +21,12 @@ public struct ServerDependencies: Sendable {
     /// Loads the token signing key (the client must be running).
     public init(
         client: PostgresClient, migrations: [Migration], assets: any AssetStore,
-        metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), limits: RecordLimits = RecordLimits(), logger: Logger
+        metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), limits: RecordLimits = RecordLimits(),
+        passwordHashLog2Rounds: Int = 15, logger: Logger
     ) async throws {
         self.assets = assets
         self.client = client
-        self.credentials = CredentialStore(client: client)
+        self.credentials = CredentialStore(client: client, hasher: PasswordHasher(log2Rounds: passwordHashLog2Rounds))
         let key = try await self.credentials.tokenSigningKey(logger: logger)
         self.records = RecordStore(client: client, signer: TokenSigner(key: key), limits: limits)
         self.migrations = migrations
@@ -54,10 +55,12 @@ public func buildRouter(configuration: ServerConfiguration, dependencies: Server
     router.add(middleware: CloudErrorMiddleware())
     OperationsController(dependencies: dependencies).addRoutes(to: router)
     let capabilities = AssetCapabilities(signer: dependencies.records.signer)
+    let limiter = RateLimiter()
     AssetController(store: dependencies.assets, records: dependencies.records, capabilities: capabilities, configuration: configuration).addRoutes(to: router)
+    SignInController(credentials: dependencies.credentials, configuration: configuration, limiter: limiter).addRoutes(to: router)
     DatabaseController(
         records: dependencies.records,
-        authenticator: RequestAuthenticator(credentials: dependencies.credentials, signInURL: configuration.signInURL),
+        authenticator: RequestAuthenticator(credentials: dependencies.credentials, configuration: configuration, limiter: limiter),
         maxBodyBytes: configuration.maxBodyBytes, assets: dependencies.assets, capabilities: capabilities,
         configuration: configuration
     ).addRoutes(to: router, extensions: extensions)
@@ -74,7 +77,8 @@ public func buildApplication(
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "StadiumCloud"),
         services: [
             TombstonePurgeService(
-                records: dependencies.records, retention: configuration.tombstoneRetention,
+                records: dependencies.records, credentials: dependencies.credentials,
+                signatureWindowMs: Int64(configuration.auth.signatureWindowSeconds) * 1000, retention: configuration.tombstoneRetention,
                 interval: configuration.purgeInterval, logger: logger),
             AssetCollectorService(
                 records: dependencies.records, assets: dependencies.assets, configuration: configuration, logger: logger),
@@ -82,7 +86,8 @@ public func buildApplication(
         logger: logger)
 }
 
-/// `/health` (the process is up), `/ready` (database reachable, migrations current) and `/metrics` (Prometheus).
+/// `/health` (the process is up), `/ready` (database reachable, migrations current), `/metrics` (Prometheus) and
+/// `/openapi.yaml` (the API description).
 struct OperationsController: Sendable {
     let dependencies: ServerDependencies
 
@@ -101,6 +106,12 @@ struct OperationsController: Sendable {
                 return Self.json(["status": "database unavailable"], status: .serviceUnavailable)
             }
         }
+        router.get("openapi.yaml") { _, _ in
+            guard let url = Bundle.module.url(forResource: "openapi", withExtension: "yaml"), let spec = FileManager.default.contents(atPath: url.path) else {
+                throw CloudError.notFound("openapi.yaml is not installed next to the server binary")
+            }
+            return Response(status: .ok, headers: [.contentType: "application/yaml"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: spec)))
+        }
         router.get("metrics") { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
@@ -113,9 +124,11 @@ struct OperationsController: Sendable {
     }
 }
 
-/// Removes tombstones older than the retention on an interval.
+/// Removes tombstones older than the retention, and credentials that can no longer be used, on an interval.
 struct TombstonePurgeService: Service {
     let records: RecordStore
+    let credentials: CredentialStore
+    let signatureWindowMs: Int64
     let retention: Duration
     let interval: Duration
     let logger: Logger
@@ -128,6 +141,7 @@ struct TombstonePurgeService: Service {
                 let cutoff = Timestamp.now - Int64(self.retention.components.seconds * 1000)
                 do {
                     let purged = try await self.records.purgeTombstones(olderThanMs: cutoff, logger: self.logger)
+                    try await self.credentials.purgeExpired(signatureWindowMs: self.signatureWindowMs, logger: self.logger)
                     self.logger.info("purged tombstones", metadata: ["records": "\(purged.records)", "zones": "\(purged.zones)"])
                 } catch {
                     self.logger.error("tombstone purge failed: \(String(reflecting: error))")

@@ -78,34 +78,34 @@ struct DatabaseController: Sendable {
             throw CloudError.badRequest("environment must be development or production, not \(environment)")
         }
         let container = try context.parameters.require("container")
-        try FieldName.validate(container, path: "URL", what: "container")
+        guard self.configuration.containers.contains(container) else {
+            throw CloudError.notFound("container \(container) is not served here")
+        }
         let scopeName = try context.parameters.require("database")
         guard let scope = DatabaseScope(rawValue: scopeName) else {
             throw CloudError.badRequest(scopeName == "shared" ? "the shared database is not supported by this server" : "database must be public or private, not \(scopeName)")
         }
-        let caller = try await self.authenticator.caller(for: request, logger: logger)
-        if scope == .private, caller.account == nil {
-            throw self.authenticator.authenticationRequired("the private database needs a signed-in user (ckWebAuthToken)")
+        // The body comes first: a server-to-server signature covers it.
+        let bytes = request.method == .post ? try await request.collectBody(upTo: self.maxBodyBytes) : ByteBuffer()
+        let caller = try await self.authenticator.caller(for: request, body: bytes, logger: logger)
+        if scope == .private {
+            guard caller.serverKeyID == nil else { throw CloudError.accessDenied("server-to-server keys reach the public database only") }
+            guard caller.account != nil else {
+                throw self.authenticator.authenticationRequired(request, "the private database needs a signed-in user (ckWebAuthToken)")
+            }
         }
-        if scope == .public, writes, caller.role != .operator {
-            throw CloudError.accessDenied("writing the public database needs an operator token")
+        if scope == .public, writes, caller.serverKeyID == nil {
+            throw CloudError.accessDenied("writing the public database needs a server-to-server key (stadiumcloud keys add)")
         }
-        let body: JSONValue
-        if request.method == .post {
-            let bytes = try await request.collectBody(upTo: self.maxBodyBytes)
-            body = bytes.readableBytes == 0 ? .object([:]) : try JSONValue.parse(bytes.readableBytesView)
-        } else {
-            body = .object([:])
-        }
+        let body = bytes.readableBytes == 0 ? JSONValue.object([:]) : try JSONValue.parse(bytes.readableBytesView)
         let database = try await self.records.database(
             container: container, environment: environment, scope: scope,
             owner: scope == .private ? caller.account : nil, logger: logger)
         let call = DatabaseCall(
             body: try WireObject(body, path: ""), database: database, caller: caller, logger: logger,
-            deviceID: request.headers[.deviceID] ?? "StadiumCloud",
-            baseURL: "http://" + (request.head.authority ?? "\(self.configuration.host):\(self.configuration.port)"))
+            deviceID: request.headers[.deviceID] ?? "StadiumCloud", baseURL: baseURL(of: request, self.configuration))
         var response = try await operation(call).response()
-        if let token = caller.webAuthToken { response.headers[.webAuthToken] = token }
+        response.headers[.webAuthToken] = await self.authenticator.rotatedToken(for: caller, request: request, logger: logger)
         return response
     }
 
@@ -490,8 +490,10 @@ struct DatabaseController: Sendable {
     // MARK: users/*
 
     func currentUser(_ request: Request, _ context: BasicRequestContext, caller isCaller: Bool) async throws -> Response {
-        let caller = try await self.authenticator.caller(for: request, logger: context.logger)
-        guard let account = caller.account else { throw self.authenticator.authenticationRequired() }
+        let caller = try await self.authenticator.caller(for: request, body: ByteBuffer(), logger: context.logger)
+        guard let account = caller.account else {
+            throw self.authenticator.authenticationRequired(request, "users/\(isCaller ? "caller" : "current") needs a signed-in user (ckWebAuthToken)")
+        }
         var writer = WireWriter()
         writer.json.beginObject()
         if isCaller {
@@ -510,7 +512,7 @@ struct DatabaseController: Sendable {
         }
         writer.json.endObject()
         var response = writer.response()
-        if let token = caller.webAuthToken { response.headers[.webAuthToken] = token }
+        response.headers[.webAuthToken] = await self.authenticator.rotatedToken(for: caller, request: request, logger: context.logger)
         return response
     }
 }

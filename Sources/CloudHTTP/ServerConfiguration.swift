@@ -10,8 +10,13 @@ public struct ServerConfiguration: Sendable {
     public var tombstoneRetention: Duration = .seconds(30 * 24 * 3600)
     /// How often the purge job runs.
     public var purgeInterval: Duration = .seconds(3600)
-    /// The page AUTHENTICATION_REQUIRED points to.
-    public var signInURL = "/signin"
+    /// `https://sync.example.com` when a proxy terminates TLS: the base of every absolute URL handed out
+    /// (upload, download, sign-in). Unset, it is `http://` plus the Host the client used.
+    public var publicBaseURL: String?
+    /// Containers served; any other gets NOT_FOUND, so stray names cannot create databases.
+    public var containers: Set<String> = ["iCloud.com.sportstime.app"]
+    public var auth = AuthConfiguration()
+    public var rateLimits = RateLimits()
     public var limits = RecordLimits()
     /// Where `FileAssetStore` keeps asset bytes.
     public var assetsPath = ".stadiumcloud/assets"
@@ -27,6 +32,49 @@ public struct ServerConfiguration: Sendable {
     public var uploadURLLifetimeSeconds = 15 * 60
     public var receiptLifetimeSeconds = 24 * 3600
     public var downloadURLLifetimeSeconds = 3600
+
+    public init() {}
+}
+
+/// Sign-in sessions, web auth token rotation and server-to-server signatures (docs/AUTH.md).
+public struct AuthConfiguration: Sendable {
+    /// A web auth token's idle lifetime: CloudKit's 30 minutes, or 2 weeks with "keep me signed in".
+    public var sessionIdleSeconds = 30 * 60
+    public var keepSignedInSeconds = 14 * 24 * 3600
+    /// How long a token stays valid after the token that replaced it was first used.
+    public var rotationGraceSeconds = 120
+    /// Allowed clock difference for server-to-server signatures, either way.
+    public var signatureWindowSeconds = 600
+    /// URL prefixes the sign-in page may hand a token to (`sportstime://signin`); others are refused, so a
+    /// crafted link cannot send someone's token to a stranger.
+    public var signInCallbackPrefixes: [String] = []
+    /// scrypt cost (log2 N) for new password hashes.
+    public var passwordHashLog2Rounds = 15
+
+    public init() {}
+}
+
+/// A token bucket: `perSecond` sustained, `burst` at once.
+public struct RateLimit: Sendable {
+    public var perSecond: Double
+    public var burst: Double
+
+    public init(perSecond: Double, burst: Double) {
+        self.perSecond = perSecond
+        self.burst = burst
+    }
+}
+
+/// Request budgets, kept in memory per server process; exceeding one answers 503 THROTTLED with `retryAfter`.
+public struct RateLimits: Sendable {
+    /// One container API token is shared by every install of an app: high, a guard against a runaway client.
+    public var perAPIToken = RateLimit(perSecond: 500, burst: 2000)
+    public var perAccount = RateLimit(perSecond: 20, burst: 200)
+    public var perServerKey = RateLimit(perSecond: 50, burst: 500)
+    /// Password guesses against one account name.
+    public var signInPerAccount = RateLimit(perSecond: 0.1, burst: 10)
+    /// Every sign-in attempt together: each costs a scrypt hash.
+    public var signInTotal = RateLimit(perSecond: 5, burst: 20)
 
     public init() {}
 }

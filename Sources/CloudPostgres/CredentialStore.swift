@@ -1,26 +1,57 @@
 import CloudCore
 import Crypto
+import Dispatch
 import Foundation
 import Logging
 import PostgresNIO
 import Synchronization
 
-/// Accounts, container API tokens and web auth tokens. Tokens are random, shown once, and stored as SHA-256.
+/// A verified web auth token: whose it is, and what rotating it needs.
+public struct WebAuthGrant: Sendable {
+    public var account: Account
+    var sessionID: Int64
+    var tokenHash: Data
+    var parentHash: Data?
+    var idleMs: Int64
+}
+
+/// A registered server-to-server key, as operators list it.
+public struct ServerKeyInfo: Sendable {
+    public var keyID: String
+    public var label: String?
+    public var createdMs: Int64
+    public var revokedMs: Int64?
+}
+
+/// Accounts, passwords, container API tokens, web auth sessions and server-to-server keys. Secrets are stored
+/// only as hashes (tokens: SHA-256; passwords: scrypt) or as public keys (docs/AUTH.md).
 public final class CredentialStore: Sendable {
     let client: PostgresClient
-    /// Recently verified tokens, so a request does not cost a lookup each time; revocation takes effect
+    /// Recently verified tokens and keys, so a request does not cost a lookup each time; revocation takes effect
     /// within `cacheLifetime`.
     private let cache = Mutex<[Data: (value: CachedCredential, expires: ContinuousClock.Instant)]>([:])
     let cacheLifetime: Duration
+    let hasher: PasswordHasher
+    /// scrypt is CPU- and memory-heavy: one queue runs every hash, so sign-in storms queue up instead of
+    /// taking every core (and the event loops) away from sync traffic.
+    private static let hashingQueue = DispatchQueue(label: "stadiumcloud.password-hashing")
 
     enum CachedCredential {
-        case apiToken(APITokenRole)
-        case account(Account)
+        case apiToken
+        case webAuth(WebAuthRow)
+        case serverKey(P256.Signing.PublicKey)
         case none
     }
 
-    public init(client: PostgresClient, cacheLifetime: Duration = .seconds(10)) {
+    struct WebAuthRow {
+        var grant: WebAuthGrant
+        var expiresMs: Int64
+        var retiredMs: Int64?
+    }
+
+    public init(client: PostgresClient, hasher: PasswordHasher = PasswordHasher(), cacheLifetime: Duration = .seconds(10)) {
         self.client = client
+        self.hasher = hasher
         self.cacheLifetime = cacheLifetime
     }
 
@@ -33,90 +64,297 @@ public final class CredentialStore: Sendable {
 
     static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
-    /// Creates an account and its first web auth token.
-    public func createAccount(name: String, logger: Logger) async throws -> (account: Account, webAuthToken: String) {
+    /// Web auth tokens look like CloudKit's (`<n>__<n>__<base64>`), which some clients sniff for; the random part
+    /// carries 256 bits.
+    static func newWebAuthToken() -> String { "1__1__" + TokenSigner.base64URL(randomBytes(32)) }
+
+    // MARK: Accounts and passwords
+
+    /// Creates an account, with a password when given, and a first web auth token (a keep-signed-in session).
+    public func createAccount(name: String, password: String? = nil, idleMs: Int64, logger: Logger) async throws -> (account: Account, webAuthToken: String) {
         try FieldName.validate(name, path: "account", what: "account name")
+        let passwordHash = try await password.asyncMap { try await self.hashPassword($0) }
         let userRecordName = "_" + Self.hex(Self.randomBytes(16))
-        let token = TokenSigner.base64URL(Self.randomBytes(32))
         let now = Timestamp.now
-        let account = try await self.client.transaction(logger: logger) { connection -> Account in
+        return try await self.client.transaction(logger: logger) { connection in
             let rows = try await connection.query(
                 """
-                INSERT INTO accounts (name, user_record_name, created_ms) VALUES (\(name), \(userRecordName), \(now))
+                INSERT INTO accounts (name, user_record_name, created_ms, password_hash) VALUES (\(name), \(userRecordName), \(now), \(passwordHash))
                 ON CONFLICT (name) DO NOTHING RETURNING id
                 """, logger: logger)
             var id: Int64?
             for try await value in rows.decode(Int64.self) { id = value }
             guard let id else { throw CloudError(.exists, "an account named \(name) already exists") }
-            try await connection.query(
-                "INSERT INTO credentials (token_hash, kind, account_id, created_ms) VALUES (\(Self.hash(token)), 'web_auth', \(id), \(now))",
-                logger: logger)
-            return Account(id: id, name: name, userRecordName: userRecordName)
+            let account = Account(id: id, name: name, userRecordName: userRecordName)
+            return (account, try await Self.startSession(for: account, idleMs: idleMs, on: connection, logger: logger))
+        }
+    }
+
+    /// Sets (or, with `nil`, removes) an account's password; false when no account has that name.
+    public func setPassword(accountName: String, password: String?, logger: Logger) async throws -> Bool {
+        let passwordHash = try await password.asyncMap { try await self.hashPassword($0) }
+        let rows = try await translatingDatabaseErrors {
+            try await self.client.query("UPDATE accounts SET password_hash = \(passwordHash) WHERE name = \(accountName) RETURNING 1", logger: logger)
+        }
+        for try await _ in rows { return true }
+        return false
+    }
+
+    /// Checks a name and password and starts a session; `nil` for an unknown name, a wrong password or an account
+    /// without one, all alike and in about the same time.
+    public func signIn(accountName: String, password: String, idleMs: Int64, logger: Logger) async throws -> (account: Account, webAuthToken: String)? {
+        let rows = try await translatingDatabaseErrors {
+            try await self.client.query(
+                "SELECT id, user_record_name, password_hash FROM accounts WHERE name = \(accountName)", logger: logger)
+        }
+        var found: (account: Account, hash: String?)?
+        for try await (id, recordName, hash) in rows.decode((Int64, String, String?).self) {
+            found = (Account(id: id, name: accountName, userRecordName: recordName), hash)
+        }
+        let stored = found?.hash ?? self.decoyHash
+        let matches = await Self.onHashingQueue { PasswordHasher.verify(password, against: stored) }
+        guard let account = found?.account, found?.hash != nil, matches else { return nil }
+        let token = try await self.client.transaction(logger: logger) { connection in
+            try await Self.startSession(for: account, idleMs: idleMs, on: connection, logger: logger)
         }
         return (account, token)
     }
 
+    /// A hash no password matches in practice, verified for unknown names so that they cost the same time.
+    private var decoyHash: String { "$scrypt$ln=\(self.hasher.log2Rounds),r=8,p=3$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" }
+
+    private func hashPassword(_ password: String) async throws -> String {
+        try PasswordHasher.check(password)
+        let hasher = self.hasher
+        return try await Self.onHashingQueue { try hasher.hash(password) }
+    }
+
+    private static func onHashingQueue<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Self.hashingQueue.async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+
+    private static func onHashingQueue<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            Self.hashingQueue.async { continuation.resume(returning: work()) }
+        }
+    }
+
+    // MARK: Web auth sessions
+
+    private static func startSession(for account: Account, idleMs: Int64, on connection: PostgresConnection, logger: Logger) async throws -> String {
+        let token = Self.newWebAuthToken()
+        let now = Timestamp.now
+        try await connection.query(
+            """
+            INSERT INTO credentials (token_hash, kind, account_id, session_id, idle_ms, expires_ms, created_ms)
+            VALUES (\(Self.hash(token)), 'web_auth', \(account.id), nextval('web_auth_sessions'), \(idleMs), \(now + idleMs), \(now))
+            """, logger: logger)
+        return token
+    }
+
+    /// The grant of a live web auth token, or `nil`. A token used again more than `graceMs` after its successor
+    /// was first used means two parties hold the session: the whole session ends (docs/AUTH.md).
+    public func grant(forWebAuthToken token: String, graceMs: Int64, logger: Logger) async throws -> WebAuthGrant? {
+        guard case .webAuth(let row) = try await self.resolve(token, logger: logger) else { return nil }
+        let now = Timestamp.now
+        guard row.expiresMs > now else { return nil }
+        if let retired = row.retiredMs, now > retired + graceMs {
+            logger.warning("a retired web auth token was used again: ending its session", metadata: ["account": "\(row.grant.account.name)"])
+            try await self.endSession(row.grant.sessionID, logger: logger)
+            return nil
+        }
+        return row.grant
+    }
+
+    /// The token that replaces `grant`'s in the answer. Using a token retires its parent, which then stays valid
+    /// for the grace period only; a token whose successor never arrives (a lost response) stays valid.
+    public func rotate(_ grant: WebAuthGrant, logger: Logger) async throws -> String {
+        let token = Self.newWebAuthToken()
+        let now = Timestamp.now
+        try await translatingDatabaseErrors {
+            try await self.client.query(
+                """
+                WITH retired AS (UPDATE credentials SET retired_ms = \(now) WHERE token_hash = \(grant.parentHash) AND retired_ms IS NULL)
+                INSERT INTO credentials (token_hash, kind, account_id, session_id, parent_hash, idle_ms, expires_ms, created_ms)
+                SELECT \(Self.hash(token)), 'web_auth', \(grant.account.id), \(grant.sessionID), \(grant.tokenHash), \(grant.idleMs), \(now + grant.idleMs), \(now)
+                WHERE EXISTS (SELECT 1 FROM credentials WHERE token_hash = \(grant.tokenHash) AND revoked_ms IS NULL)
+                """, logger: logger)
+        }
+        // This process must see the parent's retirement at once; other processes see it within `cacheLifetime`.
+        if let parent = grant.parentHash { self.cache.withLock { $0[parent] = nil } }
+        return token
+    }
+
+    /// Signs out: revokes every token of the session `token` belongs to. Unknown tokens are ignored.
+    public func endSession(token: String, logger: Logger) async throws {
+        guard case .webAuth(let row) = try await self.resolve(token, logger: logger) else { return }
+        try await self.endSession(row.grant.sessionID, logger: logger)
+    }
+
+    private func endSession(_ sessionID: Int64, logger: Logger) async throws {
+        try await translatingDatabaseErrors {
+            try await self.client.query(
+                "UPDATE credentials SET revoked_ms = \(Timestamp.now) WHERE session_id = \(sessionID) AND revoked_ms IS NULL", logger: logger)
+        }
+        self.cache.withLock { $0.removeAll() }
+    }
+
+    // MARK: API tokens
+
     /// Creates a container API token (64 lowercase hex digits, as MistKit validates).
-    public func createAPIToken(role: APITokenRole, label: String?, logger: Logger) async throws -> String {
+    public func createAPIToken(label: String?, logger: Logger) async throws -> String {
         let token = Self.hex(Self.randomBytes(32))
         _ = try await translatingDatabaseErrors {
             try await self.client.query(
-                "INSERT INTO credentials (token_hash, kind, label, created_ms) VALUES (\(Self.hash(token)), \(role.rawValue), \(label), \(Timestamp.now))",
+                "INSERT INTO credentials (token_hash, kind, label, created_ms) VALUES (\(Self.hash(token)), 'api', \(label), \(Timestamp.now))",
                 logger: logger)
         }
         return token
     }
 
-    /// Revokes a token of any kind; returns false when no live token matched.
+    /// Revokes an API token, or the whole session of a web auth token; false when no live token matched.
     public func revoke(token: String, logger: Logger) async throws -> Bool {
         let rows = try await translatingDatabaseErrors {
             try await self.client.query(
-                "UPDATE credentials SET revoked_ms = \(Timestamp.now) WHERE token_hash = \(Self.hash(token)) AND revoked_ms IS NULL RETURNING 1",
-                logger: logger)
+                """
+                UPDATE credentials SET revoked_ms = \(Timestamp.now) WHERE revoked_ms IS NULL
+                AND (token_hash = \(Self.hash(token)) OR session_id = (SELECT session_id FROM credentials WHERE token_hash = \(Self.hash(token))))
+                RETURNING 1
+                """, logger: logger)
         }
         var found = false
         for try await _ in rows { found = true }
-        self.cache.withLock { $0[Self.hash(token)] = nil }
+        self.cache.withLock { $0.removeAll() }
         return found
     }
 
-    /// The role of a live container API token, or `nil`.
-    public func apiTokenRole(_ token: String, logger: Logger) async throws -> APITokenRole? {
-        if case .apiToken(let role) = try await self.resolve(token, logger: logger) { return role }
-        return nil
-    }
-
-    /// The account a live web auth token belongs to, or `nil`.
-    public func account(forWebAuthToken token: String, logger: Logger) async throws -> Account? {
-        if case .account(let account) = try await self.resolve(token, logger: logger) { return account }
-        return nil
+    /// Whether `token` is a live container API token.
+    public func isAPIToken(_ token: String, logger: Logger) async throws -> Bool {
+        if case .apiToken = try await self.resolve(token, logger: logger) { return true }
+        return false
     }
 
     private func resolve(_ token: String, logger: Logger) async throws -> CachedCredential {
-        let hash = Self.hash(token)
-        let now = ContinuousClock.now
-        if let cached = self.cache.withLock({ $0[hash] }), cached.expires > now { return cached.value }
-        let rows = try await translatingDatabaseErrors {
-            try await self.client.query(
+        try await self.cached(Self.hash(token)) { hash in
+            let rows = try await self.client.query(
                 """
-                SELECT c.kind, a.id, a.name, a.user_record_name FROM credentials c LEFT JOIN accounts a ON a.id = c.account_id
+                SELECT c.kind, a.id, a.name, a.user_record_name, c.session_id, c.parent_hash, c.idle_ms, c.expires_ms, c.retired_ms
+                FROM credentials c LEFT JOIN accounts a ON a.id = c.account_id
                 WHERE c.token_hash = \(hash) AND c.revoked_ms IS NULL
                 """, logger: logger)
-        }
-        var value = CachedCredential.none
-        for try await (kind, id, name, recordName) in rows.decode((String, Int64?, String?, String?).self) {
-            if kind == "web_auth", let id, let name, let recordName {
-                value = .account(Account(id: id, name: name, userRecordName: recordName))
-            } else if let role = APITokenRole(rawValue: kind) {
-                value = .apiToken(role)
+            var value = CachedCredential.none
+            for try await row in rows.decode((String, Int64?, String?, String?, Int64?, Data?, Int64?, Int64?, Int64?).self) {
+                let (kind, id, name, recordName, session, parent, idle, expires, retired) = row
+                if kind == "web_auth", let id, let name, let recordName, let session, let idle, let expires {
+                    let grant = WebAuthGrant(
+                        account: Account(id: id, name: name, userRecordName: recordName), sessionID: session, tokenHash: hash,
+                        parentHash: parent, idleMs: idle)
+                    value = .webAuth(WebAuthRow(grant: grant, expiresMs: expires, retiredMs: retired))
+                } else if kind == "api" {
+                    value = .apiToken
+                }
             }
+            return value
         }
+    }
+
+    /// Looks `key` up in the cache, or loads it (database errors become TRY_AGAIN_LATER) and caches the answer.
+    private func cached(_ key: Data, load: (Data) async throws -> CachedCredential) async throws -> CachedCredential {
+        let now = ContinuousClock.now
+        if let cached = self.cache.withLock({ $0[key] }), cached.expires > now { return cached.value }
+        let value = try await translatingDatabaseErrors { try await load(key) }
         self.cache.withLock { cache in
             if cache.count > 10_000 { cache.removeAll() }
-            cache[hash] = (value, now + self.cacheLifetime)
+            cache[key] = (value, now + self.cacheLifetime)
         }
         return value
     }
+
+    // MARK: Server-to-server keys
+
+    /// Registers an ECDSA P-256 public key (PEM) and returns its key id (64 hex digits, like CloudKit's).
+    public func registerServerKey(publicKeyPEM: String, label: String?, logger: Logger) async throws -> String {
+        let key: P256.Signing.PublicKey
+        do {
+            key = try P256.Signing.PublicKey(pemRepresentation: publicKeyPEM)
+        } catch {
+            throw CloudError.badRequest("not an ECDSA P-256 public key in PEM form (openssl ec -in eckey.pem -pubout)")
+        }
+        let keyID = Self.hex(Self.randomBytes(32))
+        try await translatingDatabaseErrors {
+            try await self.client.query(
+                "INSERT INTO server_keys (key_id, public_key, label, created_ms) VALUES (\(keyID), \(Data(key.x963Representation)), \(label), \(Timestamp.now))",
+                logger: logger)
+        }
+        return keyID
+    }
+
+    /// The public key of a live server-to-server key id, or `nil`.
+    public func serverKey(id keyID: String, logger: Logger) async throws -> P256.Signing.PublicKey? {
+        let value = try await self.cached(Data(("key:" + keyID).utf8)) { _ in
+            let rows = try await self.client.query(
+                "SELECT public_key FROM server_keys WHERE key_id = \(keyID) AND revoked_ms IS NULL", logger: logger)
+            for try await bytes in rows.decode(Data.self) {
+                if let key = try? P256.Signing.PublicKey(x963Representation: bytes) { return .serverKey(key) }
+            }
+            return .none
+        }
+        if case .serverKey(let key) = value { return key }
+        return nil
+    }
+
+    public func revokeServerKey(id keyID: String, logger: Logger) async throws -> Bool {
+        let rows = try await translatingDatabaseErrors {
+            try await self.client.query(
+                "UPDATE server_keys SET revoked_ms = \(Timestamp.now) WHERE key_id = \(keyID) AND revoked_ms IS NULL RETURNING 1", logger: logger)
+        }
+        var found = false
+        for try await _ in rows { found = true }
+        self.cache.withLock { $0.removeAll() }
+        return found
+    }
+
+    public func serverKeys(logger: Logger) async throws -> [ServerKeyInfo] {
+        let rows = try await translatingDatabaseErrors {
+            try await self.client.query("SELECT key_id, label, created_ms, revoked_ms FROM server_keys ORDER BY created_ms", logger: logger)
+        }
+        var keys: [ServerKeyInfo] = []
+        for try await (id, label, created, revoked) in rows.decode((String, String?, Int64, Int64?).self) {
+            keys.append(ServerKeyInfo(keyID: id, label: label, createdMs: created, revokedMs: revoked))
+        }
+        return keys
+    }
+
+    /// Records a signature as used; false when it was seen before (a replay).
+    public func acceptSignatureOnce(_ signature: [UInt8], logger: Logger) async throws -> Bool {
+        let rows = try await translatingDatabaseErrors {
+            try await self.client.query(
+                """
+                INSERT INTO seen_signatures (signature_hash, seen_ms) VALUES (\(Data(SHA256.hash(data: signature))), \(Timestamp.now))
+                ON CONFLICT DO NOTHING RETURNING 1
+                """, logger: logger)
+        }
+        for try await _ in rows { return true }
+        return false
+    }
+
+    /// Deletes what can no longer authenticate anything: seen signatures past the signing window and web auth
+    /// tokens expired or revoked more than a day ago.
+    public func purgeExpired(signatureWindowMs: Int64, logger: Logger) async throws {
+        let now = Timestamp.now
+        try await translatingDatabaseErrors {
+            try await self.client.query("DELETE FROM seen_signatures WHERE seen_ms < \(now - 2 * signatureWindowMs)", logger: logger)
+            try await self.client.query(
+                """
+                DELETE FROM credentials WHERE kind = 'web_auth'
+                AND (expires_ms < \(now - 86_400_000) OR revoked_ms < \(now - 86_400_000))
+                """, logger: logger)
+        }
+    }
+
+    // MARK: Server secrets
 
     /// The key that signs change tokens and continuation markers; created on first use and kept in the database.
     public func tokenSigningKey(logger: Logger) async throws -> [UInt8] {
@@ -129,5 +367,12 @@ public final class CredentialStore: Sendable {
             ).decode(Data.self) { return Array(value) }
             throw CloudError(.internalError, "token signing key missing")
         }
+    }
+}
+
+extension Optional {
+    func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
+        guard let self else { return nil }
+        return try await transform(self)
     }
 }

@@ -15,7 +15,7 @@ struct StadiumCloud: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stadiumcloud",
         abstract: "A CloudKit Web Services-compatible sync server on PostgreSQL.",
-        subcommands: [Serve.self, Migrate.self, SchemaCommand.self, Import.self, Accounts.self, Tokens.self, Tombstones.self])
+        subcommands: [Serve.self, Migrate.self, SchemaCommand.self, Import.self, Accounts.self, Tokens.self, Keys.self, Tombstones.self])
 }
 
 /// Options every command that talks to the database shares.
@@ -61,6 +61,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds between tombstone purges.") var purgeIntervalSeconds = 3600
     @Option(help: "Folder for asset bytes (env STADIUMCLOUD_ASSETS).") var assets: String?
     @Option(help: "Largest asset accepted, in MB.") var maxAssetMB = 100
+    @Option(help: "A container to serve (repeatable).") var container: [String] = ["iCloud.com.sportstime.app"]
+    @Option(help: "The public base URL when a proxy terminates TLS (https://sync.example.com), for the URLs handed out.") var publicURL: String?
+    @Option(help: "A URL prefix the sign-in page may send tokens to (repeatable), e.g. sportstime://signin.") var signinCallback: [String] = []
+    @Option(help: "Requests per second one account may make (bursts of 10 times that).") var accountRateLimit = 20.0
 
     func run() async throws {
         let registry = PrometheusCollectorRegistry()
@@ -73,6 +77,10 @@ struct Serve: AsyncParsableCommand {
         configuration.purgeInterval = .seconds(self.purgeIntervalSeconds)
         configuration.assetsPath = self.assets ?? ProcessInfo.processInfo.environment["STADIUMCLOUD_ASSETS"] ?? configuration.assetsPath
         configuration.maxAssetBytes = Int64(self.maxAssetMB) * 1024 * 1024
+        configuration.containers = Set(self.container)
+        configuration.publicBaseURL = self.publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        configuration.auth.signInCallbackPrefixes = self.signinCallback
+        configuration.rateLimits.perAccount = RateLimit(perSecond: self.accountRateLimit, burst: self.accountRateLimit * 10)
         let assetStore = try FileAssetStore(root: configuration.assetsPath)
         // Partial uploads left by a crash or abandoned for a day are dropped on start.
         try await assetStore.removePartialUploads(olderThan: 24 * 3600)
@@ -125,21 +133,47 @@ struct Migrate: AsyncParsableCommand {
 }
 
 struct Accounts: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Manage accounts.", subcommands: [Create.self])
+    static let configuration = CommandConfiguration(abstract: "Manage accounts.", subcommands: [Create.self, Password.self])
 
     struct Create: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Create an account; prints its user record name and a web auth token.")
+        static let configuration = CommandConfiguration(
+            abstract: "Create an account; prints its user record name and a web auth token (a 2-week, keep-signed-in session).")
         @OptionGroup var database: DatabaseOptions
-        @Argument(help: "A unique account name.") var name: String
+        @Argument(help: "A unique account name (what the person signs in with).") var name: String
+        @Flag(help: "Read a password from standard input, so the person can also sign in at /signin.") var passwordStdin = false
 
         func run() async throws {
+            let password = self.passwordStdin ? try readPassword() : nil
             let (account, token) = try await self.database.withClient { client, logger in
-                try await CredentialStore(client: client).createAccount(name: self.name, logger: logger)
+                try await CredentialStore(client: client).createAccount(
+                    name: self.name, password: password, idleMs: Int64(AuthConfiguration().keepSignedInSeconds) * 1000, logger: logger)
             }
             print("userRecordName: \(account.userRecordName)")
             print("ckWebAuthToken: \(token)")
         }
     }
+
+    struct Password: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Set an account's password from standard input (or remove it).")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var name: String
+        @Flag(help: "Remove the password: the account can then use only tokens an operator hands out.") var remove = false
+
+        func run() async throws {
+            let password = self.remove ? nil : try readPassword()
+            let found = try await self.database.withClient { client, logger in
+                try await CredentialStore(client: client).setPassword(accountName: self.name, password: password, logger: logger)
+            }
+            guard found else { throw ValidationError("no account is named \(self.name)") }
+            print(self.remove ? "Password removed." : "Password set.")
+        }
+    }
+}
+
+/// The first line of standard input, so passwords never appear in the shell history or the process list.
+func readPassword() throws -> String {
+    guard let line = readLine(strippingNewline: true), !line.isEmpty else { throw ValidationError("expected a password on standard input") }
+    return line
 }
 
 struct Tokens: AsyncParsableCommand {
@@ -148,19 +182,18 @@ struct Tokens: AsyncParsableCommand {
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create a container API token (ckAPIToken); printed once.")
         @OptionGroup var database: DatabaseOptions
-        @Flag(help: "An operator token, which may also write the public database.") var `operator` = false
         @Option(help: "A note on what the token is for.") var label: String?
 
         func run() async throws {
             let token = try await self.database.withClient { client, logger in
-                try await CredentialStore(client: client).createAPIToken(role: self.operator ? .operator : .client, label: self.label, logger: logger)
+                try await CredentialStore(client: client).createAPIToken(label: self.label, logger: logger)
             }
             print(token)
         }
     }
 
     struct Revoke: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Revoke an API or web auth token.")
+        static let configuration = CommandConfiguration(abstract: "Revoke an API token, or a web auth token with its whole session.")
         @OptionGroup var database: DatabaseOptions
         @Argument var token: String
 
@@ -169,6 +202,61 @@ struct Tokens: AsyncParsableCommand {
                 try await CredentialStore(client: client).revoke(token: self.token, logger: logger)
             }
             guard revoked else { throw ValidationError("no live token matches") }
+            print("Revoked.")
+        }
+    }
+}
+
+struct Keys: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Manage server-to-server keys (ECDSA P-256), which public-database writes over HTTP need.",
+        subcommands: [Add.self, List.self, Revoke.self])
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Register a public key; prints its key id. Make one with: openssl ecparam -name prime256v1 -genkey -noout -out eckey.pem && openssl ec -in eckey.pem -pubout -out eckey.pub")
+        @OptionGroup var database: DatabaseOptions
+        @Argument(help: "The public key in PEM form (a file, or - for standard input).") var publicKey: String
+        @Option(help: "A note on who uses the key.") var label: String?
+
+        func run() async throws {
+            let pem: String
+            if self.publicKey == "-" {
+                pem = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+            } else {
+                guard let bytes = FileManager.default.contents(atPath: self.publicKey) else { throw ValidationError("cannot read \(self.publicKey)") }
+                pem = String(decoding: bytes, as: UTF8.self)
+            }
+            let keyID = try await self.database.withClient { client, logger in
+                try await CredentialStore(client: client).registerServerKey(publicKeyPEM: pem, label: self.label, logger: logger)
+            }
+            print(keyID)
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List key ids, labels and whether each is revoked.")
+        @OptionGroup var database: DatabaseOptions
+
+        func run() async throws {
+            let keys = try await self.database.withClient { client, logger in try await CredentialStore(client: client).serverKeys(logger: logger) }
+            for key in keys {
+                let created = Date(timeIntervalSince1970: Double(key.createdMs) / 1000).formatted(.iso8601)
+                print(key.keyID, created, key.revokedMs == nil ? "live" : "revoked", key.label ?? "")
+            }
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Revoke a key: its signatures stop working within 10 seconds.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var keyID: String
+
+        func run() async throws {
+            let revoked = try await self.database.withClient { client, logger in
+                try await CredentialStore(client: client).revokeServerKey(id: self.keyID, logger: logger)
+            }
+            guard revoked else { throw ValidationError("no live key has that id") }
             print("Revoked.")
         }
     }

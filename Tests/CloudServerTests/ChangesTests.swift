@@ -136,7 +136,7 @@ import Testing
 
     @Test func publicDefaultZoneHasChangeTokensAsAnExtension() async throws {
         try await TestServer.run { server in
-            let write = try await server.modify([Op.create("stadium_mlb_oracle_park", type: "Stadium", ["name": "Oracle Park"])], database: "public", apiToken: server.operatorToken)
+            let write = try await server.modify([Op.create("stadium_mlb_oracle_park", type: "Stadium", ["name": "Oracle Park"])], database: "public", signed: true)
             #expect(write.status == 200)
             let pulled = try await Self.pull(server, database: "public")
             #expect(pulled.records.map { $0["recordName"]?.stringValue } == ["stadium_mlb_oracle_park"])

@@ -25,7 +25,7 @@ import Testing
         try await withTestStore { dependencies in
             let store = dependencies.records
             let logger = TestDatabase.logger
-            let account = try await dependencies.credentials.createAccount(name: "concurrent", logger: logger)
+            let account = try await dependencies.credentials.createAccount(name: "concurrent", idleMs: 3_600_000, logger: logger)
             let database = try await store.database(container: "c", environment: "development", scope: .private, owner: account.account, logger: logger)
             let writersDone = ManagedAtomicFlag()
 

@@ -3,7 +3,9 @@ import CloudAssets
 import CloudCore
 import CloudHTTP
 import CloudPostgres
+import Crypto
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
@@ -16,12 +18,14 @@ struct TestAccount: Sendable {
     var webAuthToken: String
 }
 
-/// A server on its own fresh database, with an API token, an operator token and two accounts.
+/// A server on its own fresh database, with an API token, a server-to-server key and two accounts.
 struct TestServer: Sendable {
     let client: any TestClientProtocol
     let dependencies: ServerDependencies
     let apiToken: String
-    let operatorToken: String
+    /// An operator's server-to-server key, registered with the server.
+    let serverKey: P256.Signing.PrivateKey
+    let serverKeyID: String
     let alice: TestAccount
     let bob: TestAccount
 
@@ -31,25 +35,26 @@ struct TestServer: Sendable {
     /// With `.live` the server listens on a free loopback port (`client.port`), for tests that use real clients.
     static func run(
         _ setup: TestingSetup = .router, configure: (inout ServerConfiguration) -> Void = { _ in },
-        _ body: @Sendable (TestServer) async throws -> Void
+        logger: Logger = TestDatabase.logger, _ body: @Sendable (TestServer) async throws -> Void
     ) async throws {
         try await withTestStore { dependencies in
             var configuration = ServerConfiguration()
             configuration.port = 0
             configuration.purgeInterval = .seconds(86_400)
+            configuration.containers = ["iCloud.com.sportstime.test"]
             configure(&configuration)
-            let logger = TestDatabase.logger
             let credentials = dependencies.credentials
-            let apiToken = try await credentials.createAPIToken(role: .client, label: "test", logger: logger)
-            let operatorToken = try await credentials.createAPIToken(role: .operator, label: "test", logger: logger)
-            let alice = try await credentials.createAccount(name: "alice", logger: logger)
-            let bob = try await credentials.createAccount(name: "bob", logger: logger)
+            let apiToken = try await credentials.createAPIToken(label: "test", logger: logger)
+            let serverKey = P256.Signing.PrivateKey()
+            let serverKeyID = try await credentials.registerServerKey(publicKeyPEM: serverKey.publicKey.pemRepresentation, label: "test", logger: logger)
+            let alice = try await credentials.createAccount(name: "alice", idleMs: 3_600_000, logger: logger)
+            let bob = try await credentials.createAccount(name: "bob", idleMs: 3_600_000, logger: logger)
             let app = buildApplication(
                 configuration: configuration, dependencies: dependencies,
                 extensions: CanonicalEndpoints(records: dependencies.records).endpoints, logger: logger)
             try await app.test(setup) { client in
                 try await body(TestServer(
-                    client: client, dependencies: dependencies, apiToken: apiToken, operatorToken: operatorToken,
+                    client: client, dependencies: dependencies, apiToken: apiToken, serverKey: serverKey, serverKeyID: serverKeyID,
                     alice: TestAccount(account: alice.account, webAuthToken: alice.webAuthToken),
                     bob: TestAccount(account: bob.account, webAuthToken: bob.webAuthToken)))
             }
@@ -66,18 +71,26 @@ struct TestServer: Sendable {
         var records: [JSONValue] { self.json["records"]?.arrayValue ?? [] }
     }
 
-    /// POSTs (or GETs when `body` is nil) to a database endpoint as `account` (nil: API token only).
+    /// POSTs (or GETs when `body` is nil) to a database endpoint as `account` (nil: API token only), or signed
+    /// with the server-to-server key.
     @discardableResult
     func call(
         _ path: String, _ body: JSONValue? = nil, database: String = "private", as account: TestAccount? = nil,
-        apiToken: String? = nil, rawBody: String? = nil
+        apiToken: String? = nil, rawBody: String? = nil, signed: Bool = false
     ) async throws -> Reply {
-        var query = "ckAPIToken=\(apiToken ?? self.apiToken)"
-        if let account { query += "&ckWebAuthToken=\(account.webAuthToken)" }
-        let uri = "\(Self.base)/\(database)/\(path)?\(query)"
         let bytes = rawBody ?? body.map(JSONWriter.encode)
+        var headers: HTTPFields = [.contentType: "text/plain"]
+        var uri = "\(Self.base)/\(database)/\(path)"
+        if signed {
+            for (name, value) in Self.signatureHeaders(key: self.serverKey, keyID: self.serverKeyID, body: Array((bytes ?? "").utf8), path: uri) {
+                headers[HTTPField.Name(name)!] = value
+            }
+        } else {
+            uri += "?ckAPIToken=\(apiToken ?? self.apiToken)"
+            if let account { uri += "&ckWebAuthToken=\(account.webAuthToken)" }
+        }
         return try await self.client.execute(
-            uri: uri, method: bytes == nil ? .get : .post, headers: [.contentType: "text/plain"],
+            uri: uri, method: bytes == nil ? .get : .post, headers: headers,
             body: bytes.map { ByteBuffer(string: $0) }
         ) { response in
             let json = response.body.readableBytes == 0 ? JSONValue.null : try JSONValue.parse(response.body.readableBytesView)
@@ -89,14 +102,27 @@ struct TestServer: Sendable {
     @discardableResult
     func modify(
         _ operations: [JSONValue], zone: String? = nil, atomic: Bool? = nil, database: String = "private", as account: TestAccount? = nil,
-        apiToken: String? = nil
+        apiToken: String? = nil, signed: Bool = false
     ) async throws -> Reply {
         var body: [String: JSONValue] = ["operations": .array(operations)]
         if let zone { body["zoneID"] = ["zoneName": .string(zone)] }
         if let atomic { body["atomic"] = .bool(atomic) }
         return try await self.call(
             "records/modify", .object(body), database: database, as: database == "private" ? (account ?? self.alice) : account,
-            apiToken: apiToken)
+            apiToken: apiToken, signed: signed)
+    }
+
+    /// CloudKit's server-to-server headers, signed the way MistKit does: `date:base64(sha256(body)):path`.
+    static func signatureHeaders(
+        key: P256.Signing.PrivateKey, keyID: String, body: [UInt8], path: String, date: Date = Date(), bodyHash: String? = nil
+    ) -> [String: String] {
+        let dateText = date.formatted(.iso8601)
+        let hash = bodyHash ?? Data(SHA256.hash(data: body)).base64EncodedString()
+        let signature = try! key.signature(for: Data("\(dateText):\(hash):\(path)".utf8))
+        return [
+            "X-Apple-CloudKit-Request-KeyID": keyID, "X-Apple-CloudKit-Request-ISO8601Date": dateText,
+            "X-Apple-CloudKit-Request-SignatureV1": signature.derRepresentation.base64EncodedString(),
+        ]
     }
 }
 
@@ -108,7 +134,8 @@ func withTestStore(_ body: (ServerDependencies) async throws -> Void) async thro
         defer { try? FileManager.default.removeItem(atPath: assetsRoot) }
         let assets = try FileAssetStore(root: assetsRoot)
         let dependencies = try await ServerDependencies(
-            client: client, migrations: try Migration.load(from: TestDatabase.migrationsPath), assets: assets, logger: TestDatabase.logger)
+            client: client, migrations: try Migration.load(from: TestDatabase.migrationsPath), assets: assets,
+            passwordHashLog2Rounds: 10, logger: TestDatabase.logger)
         try await body(dependencies)
     }
 }
