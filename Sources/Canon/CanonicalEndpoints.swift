@@ -30,13 +30,14 @@ public final class CanonicalEndpoints: Sendable {
         return directory
     }
 
-    /// A date as ms since 1970, or `YYYY-MM-DD`.
+    /// A date as ms since 1970, or `YYYY-MM-DD`, between the years 1000 and 9999.
     static func date(_ value: JSONValue?) throws -> Int64? {
         guard let value, !value.isNull else { return nil }
-        if let text = value.stringValue, text.contains("-") {
-            do { return try CanonicalDate.milliseconds(text) } catch { throw CloudError.badRequest("date must be milliseconds or YYYY-MM-DD") }
+        let invalid = CloudError.badRequest("date must be milliseconds since 1970 or YYYY-MM-DD, between the years 1000 and 9999")
+        if let text = value.stringValue, text.dropFirst().contains("-") {
+            do { return try CanonicalDate.milliseconds(text) } catch { throw invalid }
         }
-        guard let ms = value.int64Value else { throw CloudError.badRequest("date must be milliseconds or YYYY-MM-DD") }
+        guard let ms = value.int64Value, CanonicalDate.supported.contains(ms) else { throw invalid }
         return ms
     }
 

@@ -97,12 +97,18 @@ extension FieldValue {
 /// Dates in the dataset are `YYYY-MM-DD`, read as midnight UTC.
 public enum CanonicalDate {
     public static func milliseconds(_ text: String) throws -> Int64 {
-        let parts = text.split(separator: "-").compactMap { Int($0) }
-        guard parts.count == 3, let date = DateComponents(calendar: Self.calendar, year: parts[0], month: parts[1], day: parts[2]).date else {
-            throw CanonError("\(text) is not a YYYY-MM-DD date")
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false).compactMap { Int($0) }
+        guard parts.count == 3, (1000...9999).contains(parts[0]),
+            let date = DateComponents(calendar: Self.calendar, year: parts[0], month: parts[1], day: parts[2]).date
+        else {
+            throw CanonError("\(text) is not a YYYY-MM-DD date between the years 1000 and 9999")
         }
         return Int64(date.timeIntervalSince1970 * 1000)
     }
+
+    /// Milliseconds from the year 1000 to the end of 9999: every date a venue or alias can have, and far from
+    /// the bounds where date arithmetic overflows.
+    public static let supported: ClosedRange<Int64> = -30_610_224_000_000...253_402_300_799_999
 
     static let calendar: Calendar = {
         var calendar = Calendar(identifier: .gregorian)

@@ -63,11 +63,16 @@ public struct ChangeToken: Sendable, Hashable {
         return signer.sign(payload)
     }
 
+    /// One answer for a forged token and for another database's genuine one, so a token tells nothing about
+    /// another account. Either way the client starts again without a token.
+    public static let notValidHere = CloudError.badRequest(
+        "syncToken is not valid for this database (malformed, altered or issued for another database); fetch again without a token")
+
     /// Decodes and verifies a client's token; anything malformed, altered or of the wrong kind is BAD_REQUEST.
     public static func decode(_ text: String, kind: Kind, with signer: TokenSigner) throws -> ChangeToken {
         guard let payload = signer.verify(text), payload.count == 26, payload[0] == Self.version,
             let parsedKind = Kind(rawValue: payload[1])
-        else { throw CloudError.badRequest("syncToken is not a token this server issued (malformed or altered)") }
+        else { throw Self.notValidHere }
         guard parsedKind == kind else {
             throw CloudError.badRequest(kind == .zone
                 ? "syncToken is a database token; changes/zone and records/changes need a zone token"
@@ -94,15 +99,14 @@ public struct ContinuationMarker: Sendable, Hashable {
     }
 
     public static func decode(_ text: String, queryHash: Int64, with signer: TokenSigner) throws -> ContinuationMarker {
-        guard let payload = signer.verify(text), payload.count == 17, payload[0] == 3 else {
-            throw CloudError.badRequest("continuationMarker is not one this server issued (malformed or altered)")
+        // One answer for forged markers and for genuine ones of another query or database (another account's).
+        guard let payload = signer.verify(text), payload.count == 17, payload[0] == 3,
+            Int64(bigEndianBytes: payload[1..<9]) == queryHash
+        else {
+            throw CloudError.badRequest(
+                "continuationMarker is not valid for this query (malformed, altered, or issued for another query or database); repeat the same query to page")
         }
-        let marker = ContinuationMarker(
-            queryHash: Int64(bigEndianBytes: payload[1..<9]), offset: Int64(bigEndianBytes: payload[9..<17]))
-        guard marker.queryHash == queryHash else {
-            throw CloudError.badRequest("continuationMarker belongs to a different query; repeat the same query to page")
-        }
-        return marker
+        return ContinuationMarker(queryHash: queryHash, offset: Int64(bigEndianBytes: payload[9..<17]))
     }
 
     /// A stable 64-bit hash of a query's canonical JSON text.

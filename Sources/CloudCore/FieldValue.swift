@@ -116,7 +116,10 @@ public struct FieldValue: Sendable, Hashable {
             guard let number = raw.int64Value else { throw fail("an integer") }
             return .int(number)
         case .timestamp:
-            guard let number = raw.int64Value ?? raw.doubleValue.map({ Int64($0) }) else { throw fail("milliseconds since 1970") }
+            // Int64(exactly:) is nil for NaN, infinities and values past Int64's range, which would trap.
+            guard let number = raw.int64Value ?? raw.doubleValue.flatMap({ Int64(exactly: $0.rounded(.towardZero)) }) else {
+                throw fail("milliseconds since 1970")
+            }
             return .int(number)
         case .double:
             guard let number = raw.doubleValue, number.isFinite else { throw fail("a finite number") }

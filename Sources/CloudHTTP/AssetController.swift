@@ -92,7 +92,7 @@ struct AssetController: Sendable {
         }
         let quota = self.configuration.accountQuotaBytes
         let used = try await self.records.assetUsage(of: grant.databaseID, logger: context.logger)
-        if let length = total ?? request.headers[.contentLength].flatMap({ Int64($0) }), used + length > quota {
+        if let length = total ?? request.headers[.contentLength].flatMap({ Int64($0) }), length > quota - used {
             throw CloudError(.quotaExceeded, "this account stores \(used) bytes of assets; \(length) more would pass its \(quota)-byte quota")
         }
         var offset: Int64 = 0

@@ -2,6 +2,7 @@ import CloudCore
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOCore
 
 /// Answers every failure in CloudKit's error shape `{uuid, serverErrorCode, reason, retryAfter?, redirectURL?}` and
 /// tags every response with the request id. Unexpected errors are logged and answered as a generic 500.
@@ -15,6 +16,8 @@ struct CloudErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             response = Self.response(for: error, requestID: context.id)
         } catch let error as HTTPError {
             response = Self.response(for: Self.translate(error), requestID: context.id)
+        } catch is NIOTooManyBytesError {
+            response = Self.response(for: .badRequest("the request body is larger than this endpoint accepts; split the request"), requestID: context.id)
         } catch {
             // Never show database or other internal text to the client: log it with the request id.
             context.logger.error("unexpected error: \(String(reflecting: error))")

@@ -5,6 +5,7 @@ import Foundation
 import Hummingbird
 import Logging
 import Metrics
+import NIOCore
 
 /// Everything a database operation needs about its request.
 struct DatabaseCall {
@@ -73,20 +74,18 @@ struct DatabaseController: Sendable {
     ) async throws -> Response {
         var request = request
         let logger = context.logger
-        let environment = try context.parameters.require("environment")
-        guard environment == "development" || environment == "production" else {
-            throw CloudError.badRequest("environment must be development or production, not \(environment)")
-        }
-        let container = try context.parameters.require("container")
-        guard self.configuration.containers.contains(container) else {
-            throw CloudError.notFound("container \(container) is not served here")
-        }
+        let (container, environment) = try self.containerAndEnvironment(context)
         let scopeName = try context.parameters.require("database")
         guard let scope = DatabaseScope(rawValue: scopeName) else {
             throw CloudError.badRequest(scopeName == "shared" ? "the shared database is not supported by this server" : "database must be public or private, not \(scopeName)")
         }
         // The body comes first: a server-to-server signature covers it.
-        let bytes = request.method == .post ? try await request.collectBody(upTo: self.maxBodyBytes) : ByteBuffer()
+        let bytes: ByteBuffer
+        do {
+            bytes = request.method == .post ? try await request.collectBody(upTo: self.maxBodyBytes) : ByteBuffer()
+        } catch is NIOTooManyBytesError {
+            throw CloudError.badRequest("the request body is larger than \(self.maxBodyBytes) bytes; split the request")
+        }
         let caller = try await self.authenticator.caller(for: request, body: bytes, logger: logger)
         if scope == .private {
             guard caller.serverKeyID == nil else { throw CloudError.accessDenied("server-to-server keys reach the public database only") }
@@ -107,6 +106,19 @@ struct DatabaseController: Sendable {
         var response = try await operation(call).response()
         response.headers[.webAuthToken] = await self.authenticator.rotatedToken(for: caller, request: request, logger: logger)
         return response
+    }
+
+    /// The URL's container (one this server serves) and environment.
+    func containerAndEnvironment(_ context: BasicRequestContext) throws -> (container: String, environment: String) {
+        let environment = try context.parameters.require("environment")
+        guard environment == "development" || environment == "production" else {
+            throw CloudError.badRequest("environment must be development or production, not \(environment)")
+        }
+        let container = try context.parameters.require("container")
+        guard self.configuration.containers.contains(container) else {
+            throw CloudError.notFound("container \(container) is not served here")
+        }
+        return (container, environment)
     }
 
     /// Reads the zone of a request; a zone owned by someone else is indistinguishable from a missing one.
@@ -307,10 +319,10 @@ struct DatabaseController: Sendable {
         let zoneWide = try call.body["zoneID"] == nil && (call.body.bool("zoneWide") ?? false)
         let zone = try self.zone(call.body, in: call)
         let desiredKeys = try call.body.desiredKeys()
-        // A marker is valid only for the same query, zone and keys.
+        // A marker is valid only for the same query, zone and keys, in the same database.
         let queryHash = ContinuationMarker.hash(
             of: JSONWriter.encode(.object([
-                "query": .object(queryObject.values), "zone": .string(zoneWide ? "*" : zone),
+                "database": .int(call.database.id), "query": .object(queryObject.values), "zone": .string(zoneWide ? "*" : zone),
                 "keys": desiredKeys.map { .array($0.map(JSONValue.string)) } ?? .null,
             ])))
         var offset: Int64 = 0
@@ -490,6 +502,7 @@ struct DatabaseController: Sendable {
     // MARK: users/*
 
     func currentUser(_ request: Request, _ context: BasicRequestContext, caller isCaller: Bool) async throws -> Response {
+        _ = try self.containerAndEnvironment(context)  // any database segment is accepted here (reference §1)
         let caller = try await self.authenticator.caller(for: request, body: ByteBuffer(), logger: context.logger)
         guard let account = caller.account else {
             throw self.authenticator.authenticationRequired(request, "users/\(isCaller ? "caller" : "current") needs a signed-in user (ckWebAuthToken)")

@@ -26,7 +26,8 @@ final class RateLimiter: Sendable {
             return nil
         }
         if let wait {
-            let retryAfter = max(1, Int(wait.rounded(.up)))
+            // A rate of 0 makes the wait infinite: cap it at a day rather than trap converting it.
+            let retryAfter = max(1, Int(min(wait, 86_400).rounded(.up)))
             throw CloudError(.throttled, "too many requests for this \(what); retry after \(retryAfter) s", retryAfter: retryAfter)
         }
     }

@@ -86,7 +86,8 @@ struct SignInController: Sendable {
     static func parse(_ body: ByteBuffer, request: Request) throws -> SignInForm {
         var form = SignInForm()
         let contentType = request.headers[.contentType] ?? ""
-        if contentType.contains("json") || (request.headers[.accept] ?? "").contains("application/json") || body.readableBytesView.first == UInt8(ascii: "{") {
+        form.wantsJSON = contentType.contains("json") || (request.headers[.accept] ?? "").contains("application/json")
+        if contentType.contains("json") || body.readableBytesView.first == UInt8(ascii: "{") {
             let object = try WireObject(try JSONValue.parse(body.readableBytesView), path: "")
             form.accountName = try object.string("accountName") ?? ""
             form.password = try object.string("password") ?? ""

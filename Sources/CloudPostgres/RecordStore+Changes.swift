@@ -82,7 +82,7 @@ extension RecordStore {
     func zoneToken(_ syncToken: String?, in database: DatabaseRef) throws -> ChangeToken? {
         guard let syncToken, !syncToken.isEmpty else { return nil }
         let token = try ChangeToken.decode(syncToken, kind: .zone, with: self.signer)
-        guard token.databaseID == database.id else { throw CloudError.badRequest("syncToken belongs to another database") }
+        guard token.databaseID == database.id else { throw ChangeToken.notValidHere }
         return token
     }
 
@@ -102,7 +102,7 @@ extension RecordStore {
         var since: Int64?
         if let syncToken, !syncToken.isEmpty {
             let token = try ChangeToken.decode(syncToken, kind: .database, with: self.signer)
-            guard token.databaseID == database.id else { throw CloudError.badRequest("syncToken belongs to another database") }
+            guard token.databaseID == database.id else { throw ChangeToken.notValidHere }
             since = token.seq
         }
         return try await self.client.reading { connection in
