@@ -7,7 +7,8 @@ COPY Sources Sources
 COPY Tests Tests
 COPY bench bench
 RUN swift build -c release --product stadiumcloud --static-swift-stdlib \
-    && cp "$(swift build -c release --show-bin-path)/stadiumcloud" /build/stadiumcloud
+    && cp "$(swift build -c release --show-bin-path)/stadiumcloud" /build/stadiumcloud \
+    && cp -R "$(swift build -c release --show-bin-path)/StadiumCloud_CloudHTTP.resources" /build/
 
 FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates libcurl4 libxml2 tzdata \
@@ -15,6 +16,8 @@ RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates
     && mkdir -p /data/assets && chown -R stadiumcloud /data
 WORKDIR /app
 COPY --from=build /build/stadiumcloud /app/stadiumcloud
+# openapi.yaml, served at /openapi.yaml, is a resource bundle found next to the binary.
+COPY --from=build /build/StadiumCloud_CloudHTTP.resources /app/StadiumCloud_CloudHTTP.resources
 COPY migrations /app/migrations
 COPY Resources /app/Resources
 ENV STADIUMCLOUD_ASSETS=/data/assets

@@ -13,6 +13,7 @@ struct CloudErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             response = try await next(request, context)
         } catch let error as CloudError {
             if error.code == .internalError { context.logger.error("internal error: \(error.reason)") }
+            if error.code == .tryAgainLater { context.logger.warning("TRY_AGAIN_LATER: \(error.reason)") }
             response = Self.response(for: error, requestID: context.id)
         } catch let error as HTTPError {
             response = Self.response(for: Self.translate(error), requestID: context.id)

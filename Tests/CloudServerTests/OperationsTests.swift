@@ -9,6 +9,9 @@ import Testing
             #expect(ready.contains("ready"))
             let metrics = try await server.client.execute(uri: "/metrics", method: .get) { $0.status.code }
             #expect(metrics == 200)
+            let spec = try await server.client.execute(uri: "/openapi.yaml", method: .get) { String(buffer: $0.body) }
+            #expect(spec.hasPrefix("openapi: 3.0") || spec.contains("\nopenapi: 3.0"))
+            #expect(spec.contains("/database/1/{container}/{environment}/{database}/records/modify"))
         }
     }
 

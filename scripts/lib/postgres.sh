@@ -11,6 +11,7 @@ ensure_packages() {
     [ -n "$(pg_bin_dir)" ] || missing+=(postgresql)
     command -v psql >/dev/null 2>&1 || missing+=(postgresql-client)
     command -v curl >/dev/null 2>&1 || missing+=(curl)  # the asset tests upload with real curl
+    command -v openssl >/dev/null 2>&1 || missing+=(openssl)  # scripts/run makes a development server key
     if [ ${#missing[@]} -gt 0 ]; then
         echo "Installing ${missing[*]} from apt…" >&2
         local sudo=""
@@ -19,6 +20,12 @@ ensure_packages() {
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
     fi
     command -v swift >/dev/null 2>&1 || { echo "swift is not on PATH: install Swift 6 (https://swift.org/install)" >&2; exit 1; }
+}
+
+# schemathesis (which brings PyYAML) for scripts/check-openapi.py and the fuzz run, from PyPI when missing.
+ensure_python_packages() {
+    python3 -c 'import schemathesis, yaml' 2>/dev/null \
+        || python3 -m pip install --quiet --disable-pip-version-check "schemathesis==4.32.5" >&2
 }
 
 # Runs a PostgreSQL binary as the user that owns the cluster (initdb refuses to run as root).
