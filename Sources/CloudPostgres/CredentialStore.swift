@@ -173,7 +173,7 @@ public final class CredentialStore: Sendable {
     public func rotate(_ grant: WebAuthGrant, logger: Logger) async throws -> String {
         let token = Self.newWebAuthToken()
         let now = Timestamp.now
-        try await translatingDatabaseErrors {
+        _ = try await translatingDatabaseErrors {
             try await self.client.query(
                 """
                 WITH retired AS (UPDATE credentials SET retired_ms = \(now) WHERE token_hash = \(grant.parentHash) AND retired_ms IS NULL)
@@ -194,7 +194,7 @@ public final class CredentialStore: Sendable {
     }
 
     private func endSession(_ sessionID: Int64, logger: Logger) async throws {
-        try await translatingDatabaseErrors {
+        _ = try await translatingDatabaseErrors {
             try await self.client.query(
                 "UPDATE credentials SET revoked_ms = \(Timestamp.now) WHERE session_id = \(sessionID) AND revoked_ms IS NULL", logger: logger)
         }
@@ -283,7 +283,7 @@ public final class CredentialStore: Sendable {
             throw CloudError.badRequest("not an ECDSA P-256 public key in PEM form (openssl ec -in eckey.pem -pubout)")
         }
         let keyID = Self.hex(Self.randomBytes(32))
-        try await translatingDatabaseErrors {
+        _ = try await translatingDatabaseErrors {
             try await self.client.query(
                 "INSERT INTO server_keys (key_id, public_key, label, created_ms) VALUES (\(keyID), \(Data(key.x963Representation)), \(label), \(Timestamp.now))",
                 logger: logger)

@@ -65,6 +65,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The public base URL when a proxy terminates TLS (https://sync.example.com), for the URLs handed out.") var publicURL: String?
     @Option(help: "A URL prefix the sign-in page may send tokens to (repeatable), e.g. sportstime://signin.") var signinCallback: [String] = []
     @Option(help: "Requests per second one account may make (bursts of 10 times that).") var accountRateLimit = 20.0
+    @Option(help: "Requests per second one API token (every install of an app together) may make (bursts of 4 times that).")
+    var tokenRateLimit = 500.0
 
     func run() async throws {
         let registry = PrometheusCollectorRegistry()
@@ -81,6 +83,7 @@ struct Serve: AsyncParsableCommand {
         configuration.publicBaseURL = self.publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         configuration.auth.signInCallbackPrefixes = self.signinCallback
         configuration.rateLimits.perAccount = RateLimit(perSecond: self.accountRateLimit, burst: self.accountRateLimit * 10)
+        configuration.rateLimits.perAPIToken = RateLimit(perSecond: self.tokenRateLimit, burst: self.tokenRateLimit * 4)
         let assetStore = try FileAssetStore(root: configuration.assetsPath)
         // Partial uploads left by a crash or abandoned for a day are dropped on start.
         try await assetStore.removePartialUploads(olderThan: 24 * 3600)
