@@ -336,7 +336,9 @@ struct DatabaseController: Sendable {
         writer.json.beginObject()
         writer.json.key("records")
         writer.json.beginArray()
-        for record in page.records { writer.record(record, zoneName: zone, owner: call.database.ownerRecordName) }
+        for (record, zoneName) in zip(page.records, page.zoneNames) {
+            writer.record(record, zoneName: zoneName, owner: call.database.ownerRecordName)
+        }
         writer.json.endArray()
         if let next = page.nextOffset {
             writer.json.key("continuationMarker")
@@ -379,8 +381,10 @@ struct DatabaseController: Sendable {
         writer.json.key("zones")
         writer.json.beginArray()
         for entry in zones {
-            let zone = try self.zone(entry, in: call)
+            let (zoneName, _) = try entry.zoneName()
             do {
+                // Another owner's zone fails this entry only, exactly as a missing zone does.
+                let zone = try self.zone(entry, in: call)
                 let changes = try await self.records.changes(
                     zoneName: zone, since: try entry.string("syncToken"),
                     limit: try entry.int("resultsLimit") ?? call.body.int("resultsLimit"),
@@ -393,7 +397,7 @@ struct DatabaseController: Sendable {
                 self.writeChanges(changes, zone: zone, owner: owner, into: &writer)
                 writer.json.endObject()
             } catch let error as CloudError where error.code != .tryAgainLater && error.code != .internalError {
-                writer.itemError(error, key: "zoneID", name: zone, zone: (zone, owner))
+                writer.itemError(error, key: "zoneID", name: zoneName, zone: (zoneName, owner))
             }
         }
         writer.json.endArray()

@@ -340,8 +340,9 @@ public final class CredentialStore: Sendable {
         return false
     }
 
-    /// Deletes what can no longer authenticate anything: seen signatures past the signing window and web auth
-    /// tokens expired or revoked more than a day ago.
+    /// Deletes what can no longer authenticate anything: seen signatures past the signing window, web auth
+    /// tokens expired or revoked more than a day ago, and tokens retired more than an hour ago (every answered
+    /// request leaves one; keeping them an hour is how long a reused copy still ends its session).
     public func purgeExpired(signatureWindowMs: Int64, logger: Logger) async throws {
         let now = Timestamp.now
         try await translatingDatabaseErrors {
@@ -349,7 +350,7 @@ public final class CredentialStore: Sendable {
             try await self.client.query(
                 """
                 DELETE FROM credentials WHERE kind = 'web_auth'
-                AND (expires_ms < \(now - 86_400_000) OR revoked_ms < \(now - 86_400_000))
+                AND (expires_ms < \(now - 86_400_000) OR revoked_ms < \(now - 86_400_000) OR retired_ms < \(now - 3_600_000))
                 """, logger: logger)
         }
     }

@@ -5,6 +5,8 @@ import PostgresNIO
 /// One page of query results.
 public struct QueryPage: Sendable {
     public var records: [RecordSnapshot]
+    /// The zone of each record (a zone-wide query spans zones).
+    public var zoneNames: [String]
     /// Where the next page starts, when there is one.
     public var nextOffset: Int64?
 }
@@ -32,16 +34,22 @@ extension RecordStore {
             order.append("r.record_name")
             builder.append(
                 """
-                SELECT \(columns) FROM records r WHERE \(conditions.joined(separator: " AND "))
+                SELECT \(columns), (SELECT z.zone_name FROM zones z WHERE z.id = r.zone_id) FROM records r WHERE \(conditions.joined(separator: " AND "))
                 ORDER BY \(order.joined(separator: ", ")) LIMIT \(builder.bind(limit + 1)) OFFSET \(builder.bind(offset))
                 """)
             var records: [RecordSnapshot] = []
-            for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {
-                records.append(Self.snapshot(columns))
+            var zoneNames: [String] = []
+            let rows = try await connection.query(builder.query, logger: logger)
+            for try await c in rows.decode((String, String, Int64, Bool, String, Int64, String, String, Int64, String, String, String).self) {
+                records.append(Self.snapshot((c.0, c.1, c.2, c.3, c.4, c.5, c.6, c.7, c.8, c.9, c.10)))
+                zoneNames.append(c.11)
             }
             let more = records.count > limit
-            if more { records.removeLast() }
-            return QueryPage(records: records, nextOffset: more ? offset + Int64(limit) : nil)
+            if more {
+                records.removeLast()
+                zoneNames.removeLast()
+            }
+            return QueryPage(records: records, zoneNames: zoneNames, nextOffset: more ? offset + Int64(limit) : nil)
         }
     }
 }

@@ -95,6 +95,21 @@ import Testing
         }
     }
 
+    @Test func anotherOwnersZoneFailsItsEntryOnlyLikeAMissingZone() async throws {
+        try await TestServer.run { server in
+            let reply = try await server.call("changes/zone", ["zones": [
+                ["zoneID": ["zoneName": "_defaultZone"]],
+                ["zoneID": ["zoneName": "_defaultZone", "ownerRecordName": .string(server.bob.account.userRecordName)]],
+                ["zoneID": ["zoneName": "Missing"]],
+            ]], as: server.alice)
+            #expect(reply.status == 200)
+            let zones = reply.json["zones"]?.arrayValue ?? []
+            #expect(zones.count == 3)
+            #expect(zones.first?["syncToken"] != nil)
+            #expect(zones.dropFirst().map { $0["serverErrorCode"] } == ["ZONE_NOT_FOUND", "ZONE_NOT_FOUND"])
+        }
+    }
+
     @Test func zonesAndDatabaseChanges() async throws {
         try await TestServer.run { server in
             let initial = try await server.call("changes/database", [:], as: server.alice)

@@ -29,6 +29,20 @@ import Testing
         return ["comparator": .string(comparator), "fieldName": .string(field), "fieldValue": .object(fieldValue)]
     }
 
+    @Test func aZoneWideQueryNamesEachRecordsOwnZone() async throws {
+        try await TestServer.run { server in
+            try await server.call("zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Trips"]]]]], as: server.alice)
+            try await server.modify([Op.create("home", ["n": 1])], as: server.alice)
+            try await server.modify([Op.create("away", ["n": 2])], zone: "Trips", as: server.alice)
+            let reply = try await server.call("records/query", ["zoneWide": true, "query": ["recordType": "Visit"]], as: server.alice)
+            var zones: [String: String] = [:]
+            for record in reply.records {
+                zones[record["recordName"]?.stringValue ?? ""] = record["zoneID"]?["zoneName"]?.stringValue
+            }
+            #expect(zones == ["home": "_defaultZone", "away": "Trips"], "\(reply.json)")
+        }
+    }
+
     @Test func comparatorsFilter() async throws {
         try await TestServer.run { server in
             try await Self.seed(server)
