@@ -9,6 +9,9 @@ public struct JSONWriter: Sendable {
 
     public init(capacity: Int = 1024) { self.bytes.reserveCapacity(capacity) }
 
+    /// A writer holding JSON written before (a stored answer).
+    public init(bytes: [UInt8]) { self.bytes = bytes }
+
     public mutating func beginObject() { self.separate(); self.bytes.append(UInt8(ascii: "{")); self.needsComma.append(false) }
     public mutating func endObject() { self.needsComma.removeLast(); self.bytes.append(UInt8(ascii: "}")) }
     public mutating func beginArray() { self.separate(); self.bytes.append(UInt8(ascii: "[")); self.needsComma.append(false) }

@@ -124,7 +124,8 @@ struct OperationsController: Sendable {
     }
 }
 
-/// Removes tombstones older than the retention, and credentials that can no longer be used, on an interval.
+/// Removes tombstones older than the retention, credentials that can no longer be used and idempotency answers
+/// older than a day, on an interval.
 struct TombstonePurgeService: Service {
     let records: RecordStore
     let credentials: CredentialStore
@@ -142,6 +143,7 @@ struct TombstonePurgeService: Service {
                 do {
                     let purged = try await self.records.purgeTombstones(olderThanMs: cutoff, logger: self.logger)
                     try await self.credentials.purgeExpired(signatureWindowMs: self.signatureWindowMs, logger: self.logger)
+                    try await self.records.purgeIdempotentWrites(olderThanMs: Timestamp.now - 86_400_000, logger: self.logger)
                     self.logger.info("purged tombstones", metadata: ["records": "\(purged.records)", "zones": "\(purged.zones)"])
                 } catch {
                     self.logger.error("tombstone purge failed: \(String(reflecting: error))")

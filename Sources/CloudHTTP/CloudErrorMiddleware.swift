@@ -60,4 +60,6 @@ extension HTTPField.Name {
     static let webAuthToken = Self("X-Apple-CloudKit-Web-Auth-Token")!
     /// Extension: the device a change comes from, answered as `deviceID` in `created`/`modified`.
     static let deviceID = Self("X-StadiumCloud-Device-ID")!
+    /// Extension: makes a `records/modify` safe to retry (docs/RELIABILITY.md).
+    static let idempotencyKey = Self("Idempotency-Key")!
 }

@@ -1,6 +1,7 @@
 import CloudAssets
 import CloudCore
 import CloudPostgres
+import Crypto
 import Foundation
 import Hummingbird
 import Logging
@@ -16,6 +17,8 @@ struct DatabaseCall {
     var deviceID: String
     /// `http://host:port` as the client reached us, for the absolute URLs we hand out.
     var baseURL: String
+    /// Extension: the `Idempotency-Key` header of a write, with a hash of the request it names.
+    var idempotencyKey: (key: String, requestHash: Data)?
 }
 
 /// The CloudKit Web Services routes under `/database/1/{container}/{environment}/{database}/…`.
@@ -100,9 +103,13 @@ struct DatabaseController: Sendable {
         let database = try await self.records.database(
             container: container, environment: environment, scope: scope,
             owner: scope == .private ? caller.account : nil, logger: logger)
-        let call = DatabaseCall(
+        var call = DatabaseCall(
             body: try WireObject(body, path: ""), database: database, caller: caller, logger: logger,
             deviceID: request.headers[.deviceID] ?? "StadiumCloud", baseURL: baseURL(of: request, self.configuration))
+        if let key = request.headers[.idempotencyKey] {
+            try FieldName.validate(key, path: "header", what: "Idempotency-Key")
+            call.idempotencyKey = (key, Data(SHA256.hash(data: Array(request.uri.path.utf8) + Array(bytes.readableBytesView))))
+        }
         var response = try await operation(call).response()
         response.headers[.webAuthToken] = await self.authenticator.rotatedToken(for: caller, request: request, logger: logger)
         return response
@@ -255,18 +262,41 @@ struct DatabaseController: Sendable {
         let zone = zoneName ?? defaultZoneName
         try self.checkReceipts(in: operations, database: call.database)
         let stamp = ChangeStamp(timestamp: Timestamp.now, userRecordName: call.caller.userRecordName, deviceID: call.deviceID)
-        let result = try await self.records.modify(
-            operations, zoneName: zone, atomic: try call.body.bool("atomic"), in: call.database, stamp: stamp, logger: call.logger)
         let desiredKeys = try call.body.desiredKeys()
-        var writer = try self.writer(call)
+        let entryKeys = try entries.map { try $0.desiredKeys() ?? desiredKeys }
+        let base = try self.writer(call)
         let owner = call.database.ownerRecordName
+        let answer: @Sendable (ModifyResult) -> WireWriter = { result in
+            Self.modifyAnswer(result, entryKeys: entryKeys, zone: zone, owner: owner, into: base)
+        }
+        let idempotency = call.idempotencyKey.map { key in
+            IdempotentWrite(key: key.key, requestHash: key.requestHash) { result in
+                let writer = answer(result)
+                return StoredAnswer(status: Int(writer.status.code), body: writer.json.bytes)
+            }
+        }
+        let result = try await self.records.modify(
+            operations, zoneName: zone, atomic: try call.body.bool("atomic"), in: call.database, stamp: stamp,
+            idempotency: idempotency, logger: call.logger)
+        if !result.atomicFailed { self.recordsWritten.increment(by: result.outcomes.filter { !$0.isFailure }.count) }
+        if let stored = result.answer {
+            var writer = WireWriter()
+            writer.status = HTTPResponse.Status(code: stored.status)
+            writer.json = JSONWriter(bytes: stored.body)
+            return writer
+        }
+        return answer(result)
+    }
+
+    /// The `records/modify` answer: each operation's saved record, tombstone or error, in request order.
+    static func modifyAnswer(_ result: ModifyResult, entryKeys: [[String]?], zone: String, owner: String, into base: WireWriter) -> WireWriter {
+        var writer = base
         writer.json.beginObject()
         writer.json.key("records")
         writer.json.beginArray()
-        for (entry, outcome) in zip(entries, result.outcomes) {
+        for (keys, outcome) in zip(entryKeys, result.outcomes) {
             switch outcome {
             case .saved(let record):
-                let keys = try entry.desiredKeys() ?? desiredKeys
                 writer.record(RecordSnapshot(record, desiredKeys: keys.map(Set.init)), zoneName: zone, owner: owner)
             case .deleted(let name, _):
                 writer.json.beginObject()
@@ -279,7 +309,6 @@ struct DatabaseController: Sendable {
         }
         writer.json.endArray()
         writer.json.endObject()
-        if !result.atomicFailed { self.recordsWritten.increment(by: result.outcomes.filter { !$0.isFailure }.count) }
         // A failed atomic batch is HTTP 400 with the per-record results (the culprit's real code, ATOMIC_ERROR for
         // the others), as CloudKit answers it.
         if result.atomicFailed { writer.status = .badRequest }

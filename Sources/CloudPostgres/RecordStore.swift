@@ -25,6 +25,36 @@ public struct ModifyResult: Sendable {
     public var outcomes: [OperationOutcome]
     /// True when the batch was atomic and failed: nothing was written.
     public var atomicFailed: Bool
+    /// With an idempotency key: the answer to send, stored with the write (or, for a retry, the first answer;
+    /// then `outcomes` is empty).
+    public var answer: StoredAnswer? = nil
+}
+
+/// A write's HTTP answer as it is kept for retries.
+public struct StoredAnswer: Sendable, Equatable {
+    public var status: Int
+    public var body: [UInt8]
+
+    public init(status: Int, body: [UInt8]) {
+        self.status = status
+        self.body = body
+    }
+}
+
+/// A client's `Idempotency-Key` for one write: the first answer is stored in the write's transaction, and a
+/// retry with the same key gets it back instead of writing again.
+public struct IdempotentWrite: Sendable {
+    public var key: String
+    /// SHA-256 of the request, so a key reused for a different request is refused rather than misanswered.
+    public var requestHash: Data
+    /// Makes the answer from the result, inside the transaction.
+    public var answer: @Sendable (ModifyResult) throws -> StoredAnswer
+
+    public init(key: String, requestHash: Data, answer: @escaping @Sendable (ModifyResult) throws -> StoredAnswer) {
+        self.key = key
+        self.requestHash = requestHash
+        self.answer = answer
+    }
 }
 
 /// Owns every line of SQL about databases, zones and records. Each write is one transaction that first locks
@@ -121,9 +151,10 @@ public final class RecordStore: Sendable {
     // MARK: records/modify
 
     /// Applies a batch of operations in one transaction. `atomic` (custom zones only) makes it all or nothing.
+    /// With `idempotency`, a batch whose key was seen before is not applied again: its stored answer returns.
     public func modify(
         _ operations: [RecordOperation], zoneName: String, atomic requestedAtomic: Bool?, in database: DatabaseRef,
-        stamp: ChangeStamp, logger: Logger
+        stamp: ChangeStamp, idempotency: IdempotentWrite? = nil, logger: Logger
     ) async throws -> ModifyResult {
         guard operations.count <= self.limits.maxOperations else {
             throw CloudError.badRequest("a request may hold at most \(self.limits.maxOperations) operations; this one has \(operations.count): split it")
@@ -133,6 +164,22 @@ public final class RecordStore: Sendable {
         do {
             return try await self.client.transaction(logger: logger) { connection in
                 let (head, zoneID, schema) = try await self.beginWrite(zoneName: zoneName, in: database, on: connection, logger: logger)
+                // Checked under the database lock: a retry racing its original waits for it, then finds its answer.
+                if let idempotency, let stored = try await Self.storedAnswer(idempotency, databaseID: database.id, on: connection, logger: logger) {
+                    return ModifyResult(outcomes: [], atomicFailed: false, answer: stored)
+                }
+                func finish(_ result: ModifyResult) async throws -> ModifyResult {
+                    guard let idempotency else { return result }
+                    var result = result
+                    let answer = try idempotency.answer(result)
+                    try await connection.query(
+                        """
+                        INSERT INTO idempotent_writes (database_id, key, request_hash, status, answer, created_ms)
+                        VALUES (\(database.id), \(idempotency.key), \(idempotency.requestHash), \(answer.status), \(Data(answer.body)), \(Timestamp.now))
+                        """, logger: logger)
+                    result.answer = answer
+                    return result
+                }
                 // A create needs no lookup: the upsert refuses a create whose name is live, and only those are loaded.
                 let lookedUp = operations.filter { $0.type != .create }.map(\.recordName)
                 let existing = lookedUp.isEmpty ? [:] : try await Self.loadRecords(lookedUp, zoneID: zoneID, on: connection, logger: logger)
@@ -141,16 +188,16 @@ public final class RecordStore: Sendable {
                     maxRecordBytes: limits.maxRecordBytes, schema: schema, scope: database.scope)
                 try await Self.checkValidatedReferences(&plan, existing: existing, zoneID: zoneID, on: connection, logger: logger)
                 if atomic, plan.outcomes.contains(where: \.isFailure) {
-                    return ModifyResult(outcomes: Self.atomicFailure(plan.outcomes), atomicFailed: true)
+                    return try await finish(ModifyResult(outcomes: Self.atomicFailure(plan.outcomes), atomicFailed: true))
                 }
                 var writes = plan.writes
                 var lastSeq = plan.lastSeq
                 try await Self.cascadeDeletes(&writes, lastSeq: &lastSeq, zoneID: zoneID, stamp: stamp, on: connection, logger: logger)
-                guard !writes.isEmpty else { return ModifyResult(outcomes: plan.outcomes, atomicFailed: false) }
+                guard !writes.isEmpty else { return try await finish(ModifyResult(outcomes: plan.outcomes, atomicFailed: false)) }
                 try await Self.checkAssetsExist(writes, databaseID: database.id, on: connection, logger: logger)
                 let creates = Set(operations.filter { $0.type == .create }.map(\.recordName))
                 let taken = try await Self.store(writes, creates: creates, zoneID: zoneID, databaseID: database.id, lastSeq: lastSeq, on: connection, logger: logger)
-                guard !taken.isEmpty else { return ModifyResult(outcomes: plan.outcomes, atomicFailed: false) }
+                guard !taken.isEmpty else { return try await finish(ModifyResult(outcomes: plan.outcomes, atomicFailed: false)) }
                 let current = try await Self.loadRecords(Array(taken), zoneID: zoneID, on: connection, logger: logger)
                 let outcomes = plan.outcomes.map { outcome -> OperationOutcome in
                     guard case .saved(let record) = outcome, taken.contains(record.recordName) else { return outcome }
@@ -158,10 +205,32 @@ public final class RecordStore: Sendable {
                 }
                 // An atomic batch with a taken name must leave nothing behind: throwing rolls the transaction back.
                 if atomic { throw AtomicBatchFailed(outcomes: Self.atomicFailure(outcomes)) }
-                return ModifyResult(outcomes: outcomes, atomicFailed: false)
+                return try await finish(ModifyResult(outcomes: outcomes, atomicFailed: false))
             }
         } catch let failure as AtomicBatchFailed {
-            return ModifyResult(outcomes: failure.outcomes, atomicFailed: true)
+            // Rolled back, so nothing is stored: a retry runs again (and, names still taken, fails the same way).
+            let result = ModifyResult(outcomes: failure.outcomes, atomicFailed: true)
+            return ModifyResult(outcomes: failure.outcomes, atomicFailed: true, answer: try idempotency?.answer(result))
+        }
+    }
+
+    /// The stored answer for `write`'s key, or nil; a key reused for another request is BAD_REQUEST.
+    static func storedAnswer(_ write: IdempotentWrite, databaseID: Int64, on connection: PostgresConnection, logger: Logger) async throws -> StoredAnswer? {
+        let rows = try await connection.query(
+            "SELECT request_hash, status, answer FROM idempotent_writes WHERE database_id = \(databaseID) AND key = \(write.key)", logger: logger)
+        for try await (hash, status, answer) in rows.decode((Data, Int, Data).self) {
+            guard hash == write.requestHash else {
+                throw CloudError.badRequest("Idempotency-Key \(write.key) was already used for a different request; use a new key for a new request")
+            }
+            return StoredAnswer(status: status, body: Array(answer))
+        }
+        return nil
+    }
+
+    /// Forgets stored answers older than `olderThanMs` (retries are expected within minutes, kept for a day).
+    public func purgeIdempotentWrites(olderThanMs cutoff: Int64, logger: Logger) async throws {
+        _ = try await translatingDatabaseErrors {
+            try await self.client.query("DELETE FROM idempotent_writes WHERE created_ms < \(cutoff)", logger: logger)
         }
     }
 
