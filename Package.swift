@@ -84,6 +84,7 @@ let package = Package(
                 "CloudPostgres",
                 "CloudHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         /// The benchmark (bench/README.md): the running server against raw PostgreSQL on the same database.

@@ -95,8 +95,11 @@ struct OperationsController: Sendable {
         router.get("health") { _, _ in Self.json(["status": "ok"]) }
         router.get("ready") { _, context in
             do {
-                let migrator = Migrator(client: self.dependencies.client, migrations: self.dependencies.migrations, logger: context.logger)
-                let pending = try await migrator.pending()
+                let (client, migrations, logger) = (self.dependencies.client, self.dependencies.migrations, context.logger)
+                // A probe must answer quickly, database or not.
+                let pending = try await withDatabaseDeadline(.seconds(2)) {
+                    try await Migrator(client: client, migrations: migrations, logger: logger).pending()
+                }
                 guard pending.isEmpty else {
                     return Self.json(["status": "migrations pending", "pending": .array(pending.map { .int(Int64($0.version)) })], status: .serviceUnavailable)
                 }

@@ -73,9 +73,9 @@ struct DatabaseController: Sendable {
     /// Authenticates, resolves the database, parses the body, runs `operation` and answers its JSON.
     func run(
         _ request: Request, _ context: BasicRequestContext, writes: Bool = false,
-        _ operation: @Sendable (DatabaseCall) async throws -> WireWriter
+        _ operation: @escaping @Sendable (DatabaseCall) async throws -> WireWriter
     ) async throws -> Response {
-        var request = request
+        var streaming = request
         let logger = context.logger
         let (container, environment) = try self.containerAndEnvironment(context)
         let scopeName = try context.parameters.require("database")
@@ -85,10 +85,20 @@ struct DatabaseController: Sendable {
         // The body comes first: a server-to-server signature covers it.
         let bytes: ByteBuffer
         do {
-            bytes = request.method == .post ? try await request.collectBody(upTo: self.maxBodyBytes) : ByteBuffer()
+            bytes = request.method == .post ? try await streaming.collectBody(upTo: self.maxBodyBytes) : ByteBuffer()
         } catch is NIOTooManyBytesError {
             throw CloudError.badRequest("the request body is larger than \(self.maxBodyBytes) bytes; split the request")
         }
+        return try await withDatabaseDeadline(self.configuration.databaseTimeout) {
+            try await self.answer(request, bytes: bytes, container: container, environment: environment, scope: scope, writes: writes, logger: logger, operation)
+        }
+    }
+
+    /// The database part of `run`: everything from authentication to the answer, under the database deadline.
+    private func answer(
+        _ request: Request, bytes: ByteBuffer, container: String, environment: String, scope: DatabaseScope, writes: Bool, logger: Logger,
+        _ operation: @Sendable (DatabaseCall) async throws -> WireWriter
+    ) async throws -> Response {
         let caller = try await self.authenticator.caller(for: request, body: bytes, logger: logger)
         if scope == .private {
             guard caller.serverKeyID == nil else { throw CloudError.accessDenied("server-to-server keys reach the public database only") }
@@ -536,7 +546,13 @@ struct DatabaseController: Sendable {
 
     func currentUser(_ request: Request, _ context: BasicRequestContext, caller isCaller: Bool) async throws -> Response {
         _ = try self.containerAndEnvironment(context)  // any database segment is accepted here (reference §1)
-        let caller = try await self.authenticator.caller(for: request, body: ByteBuffer(), logger: context.logger)
+        return try await withDatabaseDeadline(self.configuration.databaseTimeout) {
+            try await self.user(request, logger: context.logger, caller: isCaller)
+        }
+    }
+
+    func user(_ request: Request, logger: Logger, caller isCaller: Bool) async throws -> Response {
+        let caller = try await self.authenticator.caller(for: request, body: ByteBuffer(), logger: logger)
         guard let account = caller.account else {
             throw self.authenticator.authenticationRequired(request, "users/\(isCaller ? "caller" : "current") needs a signed-in user (ckWebAuthToken)")
         }
@@ -558,7 +574,7 @@ struct DatabaseController: Sendable {
         }
         writer.json.endObject()
         var response = writer.response()
-        response.headers[.webAuthToken] = await self.authenticator.rotatedToken(for: caller, request: request, logger: context.logger)
+        response.headers[.webAuthToken] = await self.authenticator.rotatedToken(for: caller, request: request, logger: logger)
         return response
     }
 }

@@ -15,6 +15,9 @@ public struct ServerConfiguration: Sendable {
     public var publicBaseURL: String?
     /// Containers served; any other gets NOT_FOUND, so stray names cannot create databases.
     public var containers: Set<String> = ["iCloud.com.sportstime.app"]
+    /// How long a database request may wait (mostly for a connection while PostgreSQL is away) before it is
+    /// answered 503 TRY_AGAIN_LATER.
+    public var databaseTimeout: Duration = .seconds(10)
     public var auth = AuthConfiguration()
     public var rateLimits = RateLimits()
     public var limits = RecordLimits()

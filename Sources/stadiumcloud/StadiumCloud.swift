@@ -9,6 +9,7 @@ import Logging
 import Metrics
 import PostgresNIO
 import Prometheus
+import ServiceLifecycle
 
 @main
 struct StadiumCloud: AsyncParsableCommand {
@@ -64,6 +65,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "A container to serve (repeatable).") var container: [String] = ["iCloud.com.sportstime.app"]
     @Option(help: "The public base URL when a proxy terminates TLS (https://sync.example.com), for the URLs handed out.") var publicURL: String?
     @Option(help: "A URL prefix the sign-in page may send tokens to (repeatable), e.g. sportstime://signin.") var signinCallback: [String] = []
+    @Option(help: "Seconds SIGTERM waits for in-flight requests and jobs before cancelling them.") var shutdownGraceSeconds = 30
+    @Option(help: "Seconds a request may wait for the database before it is answered 503 TRY_AGAIN_LATER.") var databaseTimeoutSeconds = 10
     @Option(help: "Requests per second one account may make (bursts of 10 times that).") var accountRateLimit = 20.0
     @Option(help: "Requests per second one API token (every install of an app together) may make (bursts of 4 times that).")
     var tokenRateLimit = 500.0
@@ -80,6 +83,7 @@ struct Serve: AsyncParsableCommand {
         configuration.assetsPath = self.assets ?? ProcessInfo.processInfo.environment["STADIUMCLOUD_ASSETS"] ?? configuration.assetsPath
         configuration.maxAssetBytes = Int64(self.maxAssetMB) * 1024 * 1024
         configuration.containers = Set(self.container)
+        configuration.databaseTimeout = .seconds(self.databaseTimeoutSeconds)
         configuration.publicBaseURL = self.publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         configuration.auth.signInCallbackPrefixes = self.signinCallback
         configuration.rateLimits.perAccount = RateLimit(perSecond: self.accountRateLimit, burst: self.accountRateLimit * 10)
@@ -100,7 +104,11 @@ struct Serve: AsyncParsableCommand {
             let app = buildApplication(
                 configuration: configuration, dependencies: dependencies,
                 extensions: CanonicalEndpoints(records: dependencies.records).endpoints, logger: logger)
-            try await app.runService()
+            var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            // SIGTERM stops accepting connections and lets in-flight requests and background jobs finish; whatever
+            // is still running after the grace period is cancelled, so a stuck request cannot keep the process up.
+            group.maximumGracefulShutdownDuration = .seconds(self.shutdownGraceSeconds)
+            try await ServiceGroup(configuration: group).run()
         }
     }
 }

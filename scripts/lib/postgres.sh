@@ -38,6 +38,8 @@ pg_as_owner() {
 }
 
 # pg_start DATA_DIR PORT: creates the cluster when DATA_DIR is empty, then starts it on 127.0.0.1:PORT.
+# Throwaway settings (no fsync) unless PG_DURABLE=1, which keeps PostgreSQL's defaults: the fault scenarios
+# crash it and count on acknowledged commits surviving.
 pg_start() {
     local data="$1" port="$2" bin
     bin="$(pg_bin_dir)"
@@ -46,9 +48,11 @@ pg_start() {
     if [ ! -f "$data/PG_VERSION" ]; then
         pg_as_owner "$bin/initdb" -D "$data" -U postgres -A trust -N --no-locale -E UTF8 >/dev/null
     fi
-    # Throwaway settings: no fsync, loopback only, socket inside the data folder.
+    # Loopback only, socket inside the data folder.
+    local durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    [ "${PG_DURABLE:-0}" = 1 ] && durability=""
     pg_as_owner "$bin/pg_ctl" -D "$data" -l "$data/server.log" -w -t 30 start -o \
-        "-p $port -c listen_addresses=127.0.0.1 -k $data -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" >/dev/null \
+        "-p $port -c listen_addresses=127.0.0.1 -k $data $durability -c max_connections=200" >/dev/null \
         || { cat "$data/server.log" >&2; return 1; }
 }
 
