@@ -46,6 +46,10 @@ public protocol AssetStore: Sendable {
     /// Drops partial uploads untouched for longer than `age` seconds (abandoned or cut off by a crash).
     @discardableResult
     func removePartialUploads(olderThan age: Double) async throws -> Int
+
+    /// Blobs whose bytes were last written more than `age` seconds ago, as (owner, checksum): the collector
+    /// compares them with the database to find bytes a crash left without a row.
+    func blobs(olderThan age: Double) async throws -> [(owner: String, checksum: String)]
 }
 
 extension AssetStore {

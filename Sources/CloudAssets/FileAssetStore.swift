@@ -160,6 +160,20 @@ public final class FileAssetStore: AssetStore {
         }
         return removed
     }
+
+    public func blobs(olderThan age: Double) async throws -> [(owner: String, checksum: String)] {
+        let folder = self.root + "/blobs"
+        let cutoff = Date().addingTimeInterval(-age)
+        var found: [(owner: String, checksum: String)] = []
+        for owner in try FileManager.default.contentsOfDirectory(atPath: folder) {
+            for checksum in (try? FileManager.default.contentsOfDirectory(atPath: folder + "/" + owner)) ?? [] {
+                let attributes = try? FileManager.default.attributesOfItem(atPath: folder + "/" + owner + "/" + checksum)
+                guard let modified = attributes?[.modificationDate] as? Date, modified < cutoff else { continue }
+                found.append((owner, checksum))
+            }
+        }
+        return found
+    }
 }
 
 extension UInt8 {

@@ -184,6 +184,13 @@ struct AssetCollectorService: Service {
             try await self.assets.remove(owner: assetOwner(databaseID: databaseID), checksum: checksum)
         }
         let partials = try await self.assets.removePartialUploads(olderThan: 24 * 3600)
-        self.logger.info("collected assets", metadata: ["blobs": "\(removed)", "partials": "\(partials)"])
+        // Bytes a crash left between publishing and committing their row (docs/RELIABILITY.md).
+        let old = try await self.assets.blobs(olderThan: Double(self.configuration.unreferencedAssetGraceSeconds))
+        let orphans = try await self.records.collectOrphanBlobs(
+            old.compactMap { blob in databaseID(ofAssetOwner: blob.owner).map { ($0, blob.checksum) } }, logger: self.logger
+        ) { databaseID, checksum in
+            try await self.assets.remove(owner: assetOwner(databaseID: databaseID), checksum: checksum)
+        }
+        self.logger.info("collected assets", metadata: ["blobs": "\(removed)", "partials": "\(partials)", "orphans": "\(orphans)"])
     }
 }

@@ -26,6 +26,37 @@ extension RecordStore {
             "SELECT pg_advisory_xact_lock(hashtext(\(String(databaseID)) || ':' || \(checksum))::int8)", logger: logger)
     }
 
+    /// Removes blobs a crash left behind: published (renamed into place) but their row never committed. Each is
+    /// checked again under its asset lock, so an upload publishing the same bytes right now keeps them. Returns
+    /// how many went.
+    public func collectOrphanBlobs(_ blobs: [(databaseID: Int64, checksum: String)], logger: Logger, remove: (Int64, String) async throws -> Void) async throws -> Int {
+        // One query finds the blobs that have rows (nearly all); only the rest are checked one by one.
+        let known = try await self.client.reading { connection in
+            var known = Set<String>()
+            for try await (databaseID, checksum) in try await connection.query(
+                """
+                SELECT a.database_id, a.checksum FROM assets a
+                JOIN unnest(\(blobs.map(\.databaseID)), \(blobs.map(\.checksum))) AS b(database_id, checksum)
+                    ON a.database_id = b.database_id AND a.checksum = b.checksum
+                """, logger: logger
+            ).decode((Int64, String).self) { known.insert("\(databaseID):\(checksum)") }
+            return known
+        }
+        var removed = 0
+        for (databaseID, checksum) in blobs where !known.contains("\(databaseID):\(checksum)") {
+            let deleted = try await self.client.transaction(logger: logger) { connection -> Bool in
+                try await Self.lockAsset(databaseID: databaseID, checksum: checksum, on: connection, logger: logger)
+                let rows = try await connection.query(
+                    "SELECT 1 FROM assets WHERE database_id = \(databaseID) AND checksum = \(checksum)", logger: logger)
+                for try await _ in rows { return false }
+                try await remove(databaseID, checksum)
+                return true
+            }
+            if deleted { removed += 1 }
+        }
+        return removed
+    }
+
     /// Bytes of assets stored for `database`, for its quota.
     public func assetUsage(of databaseID: Int64, logger: Logger) async throws -> Int64 {
         try await self.client.reading { connection in

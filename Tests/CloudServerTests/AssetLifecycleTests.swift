@@ -33,6 +33,34 @@ import Testing
         }
     }
 
+    /// A crash between moving an upload into place and committing its row leaves bytes no row knows: the
+    /// collector removes them; bytes with a row stay.
+    @Test func theCollectorRemovesBlobsACrashLeftWithoutARow() async throws {
+        try await TestServer.run { server in
+            let kept = try await Self.upload(server, AssetsAPITests.bytes(10_000))
+            let assets = server.dependencies.assets
+            let bytes = AssetsAPITests.bytes(30_000)
+            // What a crash after `publish` and before the row's commit leaves behind.
+            _ = try await assets.append(AsyncStream { $0.yield(ByteBuffer(bytes: bytes)); $0.finish() }, to: "crashed", at: 0, maxSize: 1 << 20)
+            let stranded = try await assets.complete(upload: "crashed", owner: "db\(try await Self.aliceDatabaseID(server))", expectedChecksum: nil)
+            #expect(try await assets.blobs(olderThan: -60).count == 2)
+            let blobs = try await assets.blobs(olderThan: -60).compactMap { blob in Int64(blob.owner.dropFirst(2)).map { ($0, blob.checksum) } }
+            let removed = try await server.dependencies.records.collectOrphanBlobs(blobs, logger: TestDatabase.logger) { databaseID, checksum in
+                try await assets.remove(owner: "db\(databaseID)", checksum: checksum)
+            }
+            #expect(removed == 1)
+            let left = try await assets.blobs(olderThan: -60).map(\.checksum)
+            #expect(left == [kept["fileChecksum"]?.stringValue])
+            #expect(!left.contains(stranded.checksum))
+        }
+    }
+
+    static func aliceDatabaseID(_ server: TestServer) async throws -> Int64 {
+        let database = try await server.dependencies.records.database(
+            container: "iCloud.com.sportstime.test", environment: "development", scope: .private, owner: server.alice.account, logger: TestDatabase.logger)
+        return database.id
+    }
+
     @Test func theCollectorRemovesOnlyUnreferencedAssets() async throws {
         try await TestServer.run { server in
             let kept = try await Self.upload(server, AssetsAPITests.bytes(10_000))

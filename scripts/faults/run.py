@@ -173,7 +173,7 @@ def crash_batch(ctx):
         key = str(uuid.uuid4())
         sender = threading.Thread(target=lambda: _swallow(lambda: account.call("records/modify", batch, {"Idempotency-Key": key})))
         sender.start()
-        time.sleep(0.05 + round_number * 0.06)  # kills land at different points of the request
+        time.sleep(0.01 * 2 ** round_number)  # 10 ms to 320 ms: kills land before, during and after the commit
         ctx.server.kill9()
         sender.join()
         ctx.server.start()
@@ -439,8 +439,9 @@ def load(ctx, seconds):
     summary = "; ".join(
         f"{kind}: {len(values)} × p50 {statistics.median(values):.0f} ms p99 {sorted(values)[int(len(values) * 0.99) - 1]:.0f} ms"
         for kind, values in sorted(latencies.items()))
+    samples = " ".join(f"{value / 1024:.0f}" for value in rss[::max(1, len(rss) // 10)])
     ctx.report("load", f"{seconds} s, 4 accounts, {total} requests ({total / seconds:.0f}/s), 0 5xx; RSS {min(rss) / 1024:.0f}–"
-                       f"{max(rss) / 1024:.0f} MiB, {growth:+.0f} MiB from warm-up to end; {summary}")
+                       f"{max(rss) / 1024:.0f} MiB (every tenth: {samples}), {growth:+.0f} MiB from warm-up to end; {summary}")
 
 
 class Context:
