@@ -138,21 +138,30 @@ struct TombstonePurgeService: Service {
     let logger: Logger
 
     func run() async throws {
-        // Graceful shutdown cancels the wait between purges; a purge in progress rolls back as a whole.
-        try? await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                try await Task.sleep(for: self.interval)
-                let cutoff = Timestamp.now - Int64(self.retention.components.seconds * 1000)
-                do {
-                    let purged = try await self.records.purgeTombstones(olderThanMs: cutoff, logger: self.logger)
-                    try await self.credentials.purgeExpired(signatureWindowMs: self.signatureWindowMs, logger: self.logger)
-                    try await self.records.purgeIdempotentWrites(olderThanMs: Timestamp.now - 86_400_000, logger: self.logger)
-                    self.logger.info("purged tombstones", metadata: ["records": "\(purged.records)", "zones": "\(purged.zones)"])
-                } catch {
-                    self.logger.error("tombstone purge failed: \(String(reflecting: error))")
-                }
+        await runPeriodically(every: self.interval) {
+            let cutoff = Timestamp.now - Int64(self.retention.components.seconds * 1000)
+            do {
+                let purged = try await self.records.purgeTombstones(olderThanMs: cutoff, logger: self.logger)
+                try await self.credentials.purgeExpired(signatureWindowMs: self.signatureWindowMs, logger: self.logger)
+                try await self.records.purgeIdempotentWrites(olderThanMs: Timestamp.now - 86_400_000, logger: self.logger)
+                self.logger.info("purged tombstones", metadata: ["records": "\(purged.records)", "zones": "\(purged.zones)"])
+            } catch {
+                self.logger.error("tombstone purge failed: \(String(reflecting: error))")
             }
         }
+    }
+}
+
+/// Runs `job` every `interval` until graceful shutdown. Shutdown cancels the wait, never a job in progress: a
+/// job that has started finishes before the process exits (within `serve --shutdown-grace-seconds`).
+func runPeriodically(every interval: Duration, _ job: () async -> Void) async {
+    while !Task.isShuttingDownGracefully, !Task.isCancelled {
+        do {
+            try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+        } catch {
+            return
+        }
+        await job()
     }
 }
 
@@ -166,14 +175,11 @@ struct AssetCollectorService: Service {
     let logger: Logger
 
     func run() async throws {
-        try? await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                try await Task.sleep(for: self.configuration.assetCollectionInterval)
-                do {
-                    try await self.collect()
-                } catch {
-                    self.logger.error("asset collection failed: \(String(reflecting: error))")
-                }
+        await runPeriodically(every: self.configuration.assetCollectionInterval) {
+            do {
+                try await self.collect()
+            } catch {
+                self.logger.error("asset collection failed: \(String(reflecting: error))")
             }
         }
     }
