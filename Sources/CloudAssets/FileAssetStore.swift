@@ -1,6 +1,11 @@
 import CloudCore
 import Crypto
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import NIOCore
 import _NIOFileSystem
 import Synchronization
@@ -115,7 +120,18 @@ public final class FileAssetStore: AssetStore {
         } else {
             try await self.fileSystem.moveItem(at: try self.partialPath(upload), to: destination)
             self.hashing.withLock { $0[upload] = nil }
+            // The rename lives in the directory: sync it too, so a power cut cannot lose the blob's name after its
+            // row has committed.
+            Self.synchronizeDirectory(destination.removingLastComponent().string)
         }
+    }
+
+    /// fsync on a directory (best effort: a filesystem that cannot sync directories keeps its own guarantees).
+    static func synchronizeDirectory(_ path: String) {
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY)
+        guard descriptor >= 0 else { return }
+        _ = fsync(descriptor)
+        _ = close(descriptor)
     }
 
     /// A client checksum, as hex or as base64 of the SHA-256.

@@ -266,7 +266,12 @@ public final class CredentialStore: Sendable {
         if let cached = self.cache.withLock({ $0[key] }), cached.expires > now { return cached.value }
         let value = try await translatingDatabaseErrors { try await load(key) }
         self.cache.withLock { cache in
-            if cache.count > 10_000 { cache.removeAll() }
+            // Rotation adds a token per request: at the bound, forget the expired entries, or everything when more
+            // than half are live (so the sweep runs at most once per 5,000 inserts).
+            if cache.count > 10_000 {
+                cache = cache.filter { $0.value.expires > now }
+                if cache.count > 5_000 { cache.removeAll() }
+            }
             cache[key] = (value, now + self.cacheLifetime)
         }
         return value
