@@ -32,7 +32,7 @@ struct RequestAuthenticator: Sendable {
     func caller(for request: Request, body: ByteBuffer, logger: Logger) async throws -> Caller {
         let query = request.uri.queryParameters
         let apiToken = query["ckAPIToken"].map(String.init)
-        let webAuthToken = (query["ckWebAuthToken"] ?? query["ckSession"]).map(String.init)
+        let webAuthToken = Self.webAuthToken(of: request)
         if [Self.keyIDHeader, Self.dateHeader, Self.signatureHeader].contains(where: { request.headers[$0] != nil }) {
             guard apiToken == nil, webAuthToken == nil else {
                 throw CloudError(.authenticationFailed, "a request is signed with a server-to-server key or carries ckAPIToken, not both")
@@ -67,9 +67,14 @@ struct RequestAuthenticator: Sendable {
             return try await self.credentials.rotate(grant, logger: logger)
         } catch {
             logger.warning("web auth token rotation failed; the client keeps its token: \(String(reflecting: error))")
-            let query = request.uri.queryParameters
-            return (query["ckWebAuthToken"] ?? query["ckSession"]).map(String.init)
+            return Self.webAuthToken(of: request)
         }
+    }
+
+    /// `ckWebAuthToken`, or its older name `ckSession`.
+    static func webAuthToken(of request: Request) -> String? {
+        let query = request.uri.queryParameters
+        return (query["ckWebAuthToken"] ?? query["ckSession"]).map(String.init)
     }
 
     func authenticationRequired(_ request: Request, _ reason: String = "request needs authorization") -> CloudError {

@@ -20,7 +20,7 @@ struct SignInController: Sendable {
         }
         router.post("signin") { request, context in try await self.signIn(request, context) }
         router.post("signout") { request, context in
-            if let token = (request.uri.queryParameters["ckWebAuthToken"] ?? request.uri.queryParameters["ckSession"]).map(String.init) {
+            if let token = RequestAuthenticator.webAuthToken(of: request) {
                 try await self.credentials.endSession(token: token, logger: context.logger)
             }
             return OperationsController.json([:])

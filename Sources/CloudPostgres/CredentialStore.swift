@@ -93,11 +93,7 @@ public final class CredentialStore: Sendable {
     /// Sets (or, with `nil`, removes) an account's password; false when no account has that name.
     public func setPassword(accountName: String, password: String?, logger: Logger) async throws -> Bool {
         let passwordHash = try await password.asyncMap { try await self.hashPassword($0) }
-        let rows = try await translatingDatabaseErrors {
-            try await self.client.query("UPDATE accounts SET password_hash = \(passwordHash) WHERE name = \(accountName) RETURNING 1", logger: logger)
-        }
-        for try await _ in rows { return true }
-        return false
+        return try await self.touchesRow("UPDATE accounts SET password_hash = \(passwordHash) WHERE name = \(accountName) RETURNING 1", logger: logger)
     }
 
     /// Checks a name and password and starts a session; `nil` for an unknown name, a wrong password or an account
@@ -216,16 +212,12 @@ public final class CredentialStore: Sendable {
 
     /// Revokes an API token, or the whole session of a web auth token; false when no live token matched.
     public func revoke(token: String, logger: Logger) async throws -> Bool {
-        let rows = try await translatingDatabaseErrors {
-            try await self.client.query(
-                """
-                UPDATE credentials SET revoked_ms = \(Timestamp.now) WHERE revoked_ms IS NULL
-                AND (token_hash = \(Self.hash(token)) OR session_id = (SELECT session_id FROM credentials WHERE token_hash = \(Self.hash(token))))
-                RETURNING 1
-                """, logger: logger)
-        }
-        var found = false
-        for try await _ in rows { found = true }
+        let found = try await self.touchesRow(
+            """
+            UPDATE credentials SET revoked_ms = \(Timestamp.now) WHERE revoked_ms IS NULL
+            AND (token_hash = \(Self.hash(token)) OR session_id = (SELECT session_id FROM credentials WHERE token_hash = \(Self.hash(token))))
+            RETURNING 1
+            """, logger: logger)
         self.cache.withLock { $0.removeAll() }
         return found
     }
@@ -311,12 +303,8 @@ public final class CredentialStore: Sendable {
     }
 
     public func revokeServerKey(id keyID: String, logger: Logger) async throws -> Bool {
-        let rows = try await translatingDatabaseErrors {
-            try await self.client.query(
-                "UPDATE server_keys SET revoked_ms = \(Timestamp.now) WHERE key_id = \(keyID) AND revoked_ms IS NULL RETURNING 1", logger: logger)
-        }
-        var found = false
-        for try await _ in rows { found = true }
+        let found = try await self.touchesRow(
+            "UPDATE server_keys SET revoked_ms = \(Timestamp.now) WHERE key_id = \(keyID) AND revoked_ms IS NULL RETURNING 1", logger: logger)
         self.cache.withLock { $0.removeAll() }
         return found
     }
@@ -334,15 +322,19 @@ public final class CredentialStore: Sendable {
 
     /// Records a signature as used; false when it was seen before (a replay).
     public func acceptSignatureOnce(_ signature: [UInt8], logger: Logger) async throws -> Bool {
-        let rows = try await translatingDatabaseErrors {
-            try await self.client.query(
-                """
-                INSERT INTO seen_signatures (signature_hash, seen_ms) VALUES (\(Data(SHA256.hash(data: signature))), \(Timestamp.now))
-                ON CONFLICT DO NOTHING RETURNING 1
-                """, logger: logger)
+        try await self.touchesRow(
+            """
+            INSERT INTO seen_signatures (signature_hash, seen_ms) VALUES (\(Data(SHA256.hash(data: signature))), \(Timestamp.now))
+            ON CONFLICT DO NOTHING RETURNING 1
+            """, logger: logger)
+    }
+
+    /// Runs a statement that ends in `RETURNING 1`; whether it touched a row.
+    private func touchesRow(_ query: PostgresQuery, logger: Logger) async throws -> Bool {
+        try await translatingDatabaseErrors {
+            for try await _ in try await self.client.query(query, logger: logger) { return true }
+            return false
         }
-        for try await _ in rows { return true }
-        return false
     }
 
     /// Deletes what can no longer authenticate anything: seen signatures past the signing window, web auth

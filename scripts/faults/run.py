@@ -120,6 +120,23 @@ def request(port, method, path, body=None, headers=None, timeout=30):
         connection.close()
 
 
+def slow_upload(port, path, payload, pause, headers=None):
+    """POSTs `payload` in 256 KiB pieces with `pause` seconds between them; returns (status, body)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        connection.putrequest("POST", path)
+        for name, value in {"Content-Length": str(len(payload)), **(headers or {})}.items():
+            connection.putheader(name, value)
+        connection.endheaders()
+        for start in range(0, len(payload), 256 * 1024):
+            connection.send(payload[start:start + 256 * 1024])
+            time.sleep(pause)
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
 class Account:
     def __init__(self, server, api_token, name):
         out = server.cli("accounts", "create", name)
@@ -210,24 +227,8 @@ def crash_upload(ctx):
     url = urllib.parse.urlsplit(reply["tokens"][0]["url"])
     upload_path = f"{url.path}?{url.query}"
 
-    def slow_upload():
-        connection = http.client.HTTPConnection("127.0.0.1", ctx.server.port, timeout=30)
-        try:
-            connection.putrequest("POST", upload_path)
-            connection.putheader("Content-Length", str(len(payload)))
-            connection.putheader("Upload-Length", str(len(payload)))
-            connection.putheader("X-StadiumCloud-Checksum", checksum)
-            connection.endheaders()
-            for start in range(0, len(payload), 256 * 1024):
-                connection.send(payload[start:start + 256 * 1024])
-                time.sleep(0.02)
-            connection.getresponse().read()
-        except OSError:
-            pass
-        finally:
-            connection.close()
-
-    sender = threading.Thread(target=slow_upload)
+    upload_headers = {"Upload-Length": str(len(payload)), "X-StadiumCloud-Checksum": checksum}
+    sender = threading.Thread(target=lambda: _swallow(lambda: slow_upload(ctx.server.port, upload_path, payload, 0.02, upload_headers)))
     sender.start()
     time.sleep(1.0)
     ctx.server.kill9()
@@ -338,15 +339,7 @@ def sigterm(ctx):
     result = {}
 
     def upload():
-        connection = http.client.HTTPConnection("127.0.0.1", ctx.server.port, timeout=60)
-        connection.putrequest("POST", f"{url.path}?{url.query}")
-        connection.putheader("Content-Length", str(len(payload)))
-        connection.endheaders()
-        for start in range(0, len(payload), 256 * 1024):
-            connection.send(payload[start:start + 256 * 1024])
-            time.sleep(0.05)
-        response = connection.getresponse()
-        result["status"], result["body"] = response.status, response.read()
+        result["status"], result["body"] = slow_upload(ctx.server.port, f"{url.path}?{url.query}", payload, 0.05)
 
     sender = threading.Thread(target=lambda: _record_failure(ctx, upload))
     sender.start()
