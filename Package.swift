@@ -6,6 +6,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "stadiumcloud", targets: ["stadiumcloud"]),
+        .executable(name: "stadiumcloud-client", targets: ["stadiumcloud-client"]),
+        .library(name: "StadiumCloudClient", targets: ["StadiumCloudClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -20,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         /// Domain: records, field values, zones, change tokens, errors. Foundation + Crypto only.
@@ -87,6 +90,30 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        /// The device side, without sports words: CloudKit WS calls over URLSession, the SQLite local store (GRDB),
+        /// the sync loop and asset transfers. Depends on CloudCore only, never on server modules.
+        .target(
+            name: "CloudSync",
+            dependencies: [
+                "CloudCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        /// The SportsTime client SDK: visits, photos and stadium preferences on top of CloudSync.
+        .target(
+            name: "StadiumCloudClient",
+            dependencies: ["CloudCore", "CloudSync", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        /// The device CLI: sign in, sync, visits, photos.
+        .executableTarget(
+            name: "stadiumcloud-client",
+            dependencies: [
+                "CloudSync",
+                "StadiumCloudClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         /// The benchmark (bench/README.md): the running server against raw PostgreSQL on the same database.
         .executableTarget(
             name: "stadiumcloud-bench",
@@ -108,6 +135,8 @@ let package = Package(
                 "CloudCore",
                 "CloudPostgres",
                 "CloudHTTP",
+                "CloudSync",
+                "StadiumCloudClient",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]

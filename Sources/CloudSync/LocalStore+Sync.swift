@@ -1,0 +1,313 @@
+import CloudCore
+import Foundation
+import GRDB
+
+/// A `records/modify` batch as first sent: retried with the same key and the same bytes until an answer arrives,
+/// so the server applies it once (`Idempotency-Key`).
+struct OutboxBatch: Sendable {
+    var zone: String
+    var idempotencyKey: String
+    var body: Data
+    /// The queued edits it carries, in operation order, with the `seq` each had when sent.
+    var entries: [(recordName: String, seq: Int64)]
+}
+
+/// What applying a batch's answer did.
+struct PushOutcome: Sendable {
+    var saved = 0
+    var deleted = 0
+    var merged = 0
+    var dropped = 0
+    var refused: [(recordName: String, error: String)] = []
+    /// CONFLICT or EXISTS answers without the server record (a plain CloudKit server): look them up and merge.
+    var needLookup: [String] = []
+}
+
+extension LocalStore {
+    static let databaseTokenZone = ""
+
+    // MARK: tokens
+
+    func token(scope: DatabaseScope, zone: String) throws -> String? {
+        try self.queue.read { db in
+            try String.fetchOne(db, sql: "SELECT token FROM tokens WHERE scope = ? AND zone = ?", arguments: [scope.rawValue, zone])
+        }
+    }
+
+    func setDatabaseToken(_ token: String?, scope: DatabaseScope) throws {
+        try self.queue.write { db in try Self.setToken(db, token, scope: scope, zone: Self.databaseTokenZone) }
+    }
+
+    static func setToken(_ db: Database, _ token: String?, scope: DatabaseScope, zone: String) throws {
+        if let token {
+            try db.execute(
+                sql: "INSERT INTO tokens (scope, zone, token) VALUES (?, ?, ?) ON CONFLICT (scope, zone) DO UPDATE SET token = excluded.token",
+                arguments: [scope.rawValue, zone, token])
+        } else {
+            try db.execute(sql: "DELETE FROM tokens WHERE scope = ? AND zone = ?", arguments: [scope.rawValue, zone])
+        }
+    }
+
+    /// The private zones the device has a token for.
+    func knownZones(scope: DatabaseScope) throws -> [String] {
+        try self.queue.read { db in
+            try String.fetchAll(db, sql: "SELECT zone FROM tokens WHERE scope = ? AND zone <> '' ORDER BY zone", arguments: [scope.rawValue])
+        }
+    }
+
+    // MARK: fetched changes
+
+    /// Applies one page of a zone's changes and saves the token that covers it, in one transaction. On the last
+    /// page (`moreComing` false) of a zone being refetched, records the refetch did not bring back are gone.
+    func applyPage(scope: DatabaseScope, zone: String, records: [JSONValue], token: String, moreComing: Bool) throws -> (changed: Int, deleted: Int) {
+        try self.queue.write { db in
+            var changed = 0, deleted = 0, inserted = false
+            for record in records {
+                switch try self.applyServerRecord(db, scope: scope, zone: zone, record) {
+                case .inserted: changed += 1; inserted = true
+                case .updated: changed += 1
+                case .deleted: deleted += 1
+                case .ignored: break
+                }
+            }
+            if !moreComing { deleted += try self.removeStale(db, scope: scope, zone: zone) }
+            if inserted && scope == .public { try self.reprojectAll(db) }
+            try Self.setToken(db, token, scope: scope, zone: zone)
+            return (changed, deleted)
+        }
+    }
+
+    /// Forgets a zone's token after CHANGE_TOKEN_EXPIRED: its records are marked stale, the refetch from the start
+    /// unmarks those that still exist, and the last page removes the rest (deletions the server has purged).
+    func resetZone(scope: DatabaseScope, zone: String) throws {
+        try self.queue.write { db in
+            try db.execute(sql: "UPDATE records SET stale = 1 WHERE scope = ? AND zone = ?", arguments: [scope.rawValue, zone])
+            try Self.setToken(db, nil, scope: scope, zone: zone)
+        }
+    }
+
+    /// Removes a zone the server deleted (or no longer has), with its queued edits.
+    func dropZone(scope: DatabaseScope, zone: String) throws {
+        try self.queue.write { db in
+            try db.execute(sql: "UPDATE records SET stale = 1 WHERE scope = ? AND zone = ?", arguments: [scope.rawValue, zone])
+            if scope == .private { try db.execute(sql: "DELETE FROM pending WHERE zone = ?", arguments: [zone]) }
+            _ = try self.removeStale(db, scope: scope, zone: zone)
+            try Self.setToken(db, nil, scope: scope, zone: zone)
+        }
+    }
+
+    func removeStale(_ db: Database, scope: DatabaseScope, zone: String) throws -> Int {
+        let stale = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT * FROM records r WHERE scope = ? AND zone = ? AND stale = 1
+                AND NOT EXISTS (SELECT 1 FROM pending p WHERE r.scope = 'private' AND p.zone = r.zone AND p.recordName = r.recordName)
+                """,
+            arguments: [scope.rawValue, zone]
+        ).map(Self.record(from:))
+        for record in stale {
+            try db.execute(sql: "DELETE FROM records WHERE scope = ? AND zone = ? AND recordName = ?", arguments: [scope.rawValue, zone, record.recordName])
+            try self.project(db, old: record, new: nil)
+        }
+        try db.execute(sql: "UPDATE records SET stale = 0 WHERE scope = ? AND zone = ?", arguments: [scope.rawValue, zone])
+        return stale.count
+    }
+
+    enum Applied { case inserted, updated, deleted, ignored }
+
+    /// Takes in one record (or tombstone) from the server. Public records go through `FieldMerge`: system fields
+    /// take the server's values, user fields (projected ones included) stay. A private record with a queued edit
+    /// keeps the device's values for the fields it edited and takes the server's version (tag) for the rest, so
+    /// the next push updates on top of the server's latest state; a tombstone wins over a queued edit.
+    func applyServerRecord(_ db: Database, scope: DatabaseScope, zone: String, _ json: JSONValue) throws -> Applied {
+        guard let name = json["recordName"]?.stringValue else { return .ignored }
+        let old = try Self.fetchRecord(db, scope: scope, zone: zone, name: name, includingDeleted: true)
+        if json["deleted"]?.boolValue == true {
+            guard let old else { return .ignored }
+            try db.execute(sql: "DELETE FROM records WHERE scope = ? AND zone = ? AND recordName = ?", arguments: [scope.rawValue, zone, name])
+            if scope == .private { try db.execute(sql: "DELETE FROM pending WHERE zone = ? AND recordName = ?", arguments: [zone, name]) }
+            try self.project(db, old: old, new: nil)
+            return .deleted
+        }
+        guard let type = json["recordType"]?.stringValue, let tag = json["recordChangeTag"]?.stringValue else { return .ignored }
+        // The device's own write coming back, or a page fetched twice: nothing to do.
+        if let old, old.changeTag == tag, !(try Self.isQueued(db, scope: scope, zone: zone, name: name)) {
+            try db.execute(sql: "UPDATE records SET stale = 0 WHERE scope = ? AND zone = ? AND recordName = ?", arguments: [scope.rawValue, zone, name])
+            return .ignored
+        }
+        let incoming = (json["fields"]?.objectValue ?? [:]).compactMapValues(FieldValue.init(stored:))
+        var record = LocalRecord(scope: scope, zone: zone, recordName: name, recordType: type, changeTag: tag, fields: incoming)
+        switch scope {
+        case .public:
+            record.fields = FieldMerge(stored: old?.fields, incoming: incoming, owners: self.publicOwners).fields
+            try Self.write(db, record)
+        case .private:
+            let pending = try Row.fetchOne(db, sql: "SELECT kind, changedFields FROM pending WHERE zone = ? AND recordName = ?", arguments: [zone, name])
+            if let pending, (pending["kind"] as String) == "delete" {
+                try db.execute(sql: "UPDATE records SET changeTag = ? WHERE scope = 'private' AND zone = ? AND recordName = ?", arguments: [tag, zone, name])
+                return .updated
+            }
+            for field in Self.names(pending?["changedFields"]) { record.fields[field] = old?.fields[field] }
+            try Self.write(db, record)
+            try self.project(db, old: old, new: record)
+        }
+        return old == nil ? .inserted : .updated
+    }
+
+    static func isQueued(_ db: Database, scope: DatabaseScope, zone: String, name: String) throws -> Bool {
+        guard scope == .private else { return false }
+        return try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM pending WHERE zone = ? AND recordName = ?)", arguments: [zone, name]) ?? false
+    }
+
+    /// Server records looked up after a CONFLICT without `serverRecord`.
+    func merge(serverRecords: [JSONValue], zone: String) throws {
+        try self.queue.write { db in
+            for record in serverRecords where record["serverErrorCode"] == nil {
+                _ = try self.applyServerRecord(db, scope: .private, zone: zone, record)
+            }
+        }
+    }
+
+    // MARK: pushing
+
+    /// The batch in flight, or a new one of at most `limit` queued edits of one zone, saved before it is sent.
+    func nextBatch(limit: Int) throws -> OutboxBatch? {
+        try self.queue.write { db in
+            if let row = try Row.fetchOne(db, sql: "SELECT * FROM outbox WHERE id = 1") {
+                let entries = (try JSONValue.parse(Array((row["entries"] as String).utf8)).arrayValue ?? []).compactMap { entry -> (String, Int64)? in
+                    guard let name = entry["recordName"]?.stringValue, let seq = entry["seq"]?.int64Value else { return nil }
+                    return (name, seq)
+                }
+                return OutboxBatch(zone: row["zone"], idempotencyKey: row["idempotencyKey"], body: row["body"], entries: entries.map { (recordName: $0.0, seq: $0.1) })
+            }
+            // A record deleted before the server ever had it needs no request.
+            try db.execute(sql: """
+                DELETE FROM records WHERE scope = 'private' AND deleted = 1 AND changeTag IS NULL;
+                DELETE FROM pending WHERE kind = 'delete' AND NOT EXISTS (
+                    SELECT 1 FROM records r WHERE r.scope = 'private' AND r.zone = pending.zone AND r.recordName = pending.recordName);
+                """)
+            guard let zone = try String.fetchOne(db, sql: "SELECT zone FROM pending WHERE lastError IS NULL ORDER BY seq LIMIT 1") else { return nil }
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT seq, recordName, kind, changedFields FROM pending WHERE zone = ? AND lastError IS NULL ORDER BY seq LIMIT ?",
+                arguments: [zone, limit])
+            var operations: [JSONValue] = []
+            var entries: [(recordName: String, seq: Int64)] = []
+            for row in rows {
+                let name: String = row["recordName"]
+                guard let record = try Self.fetchRecord(db, scope: .private, zone: zone, name: name, includingDeleted: true) else {
+                    try db.execute(sql: "DELETE FROM pending WHERE seq = ?", arguments: [row["seq"] as Int64])
+                    continue
+                }
+                var wire: [String: JSONValue] = ["recordName": .string(name), "recordType": .string(record.recordType)]
+                let operation: String
+                if (row["kind"] as String) == "delete" {
+                    operation = "delete"
+                    wire["recordChangeTag"] = record.changeTag.map(JSONValue.string)
+                } else if let tag = record.changeTag {
+                    operation = "update"
+                    wire["recordChangeTag"] = .string(tag)
+                    wire["fields"] = .object(Dictionary(uniqueKeysWithValues: Self.names(row["changedFields"]).map { ($0, record.fields[$0]?.json ?? ["value": .null]) }))
+                } else {
+                    operation = "create"
+                    wire["fields"] = .object(record.fields.mapValues(\.json))
+                }
+                operations.append(["operationType": .string(operation), "record": .object(wire)])
+                entries.append((name, row["seq"]))
+            }
+            guard !operations.isEmpty else { return nil }
+            let batch = OutboxBatch(
+                zone: zone, idempotencyKey: UUID().uuidString.lowercased(),
+                body: Data(JSONWriter.encode(["operations": .array(operations), "zoneID": ["zoneName": .string(zone)], "atomic": false]).utf8),
+                entries: entries)
+            try db.execute(
+                sql: "INSERT INTO outbox (id, zone, idempotencyKey, body, entries) VALUES (1, ?, ?, ?, ?)",
+                arguments: [zone, batch.idempotencyKey, batch.body,
+                            JSONWriter.encode(.array(entries.map { ["recordName": .string($0.recordName), "seq": .int($0.seq)] }))])
+            return batch
+        }
+    }
+
+    /// Applies the server's answer to the batch in flight and clears it, in one transaction. An edit made while the
+    /// batch was in flight (a newer `seq`) stays queued.
+    func applyAnswer(_ answer: JSONValue, to batch: OutboxBatch) throws -> PushOutcome {
+        try self.queue.write { db in
+            var outcome = PushOutcome()
+            let results = answer["records"]?.arrayValue ?? []
+            for (entry, result) in zip(batch.entries, results) {
+                let current = try Int64.fetchOne(db, sql: "SELECT seq FROM pending WHERE zone = ? AND recordName = ?", arguments: [batch.zone, entry.recordName])
+                let sameEdit = current == entry.seq
+                if let code = result["serverErrorCode"]?.stringValue {
+                    switch code {
+                    case ServerErrorCode.conflict.rawValue, ServerErrorCode.exists.rawValue:
+                        if let server = result["serverRecord"] {
+                            _ = try self.applyServerRecord(db, scope: .private, zone: batch.zone, server)
+                            outcome.merged += 1
+                        } else {
+                            outcome.needLookup.append(entry.recordName)
+                        }
+                    case ServerErrorCode.notFound.rawValue:
+                        // Another device deleted it: the delete wins, as a tombstone in a fetch would.
+                        _ = try self.applyServerRecord(db, scope: .private, zone: batch.zone, ["recordName": .string(entry.recordName), "deleted": true])
+                        outcome.dropped += 1
+                    default:
+                        let error = "\(code): \(result["reason"]?.stringValue ?? "")"
+                        if sameEdit { try db.execute(sql: "UPDATE pending SET lastError = ? WHERE seq = ?", arguments: [error, entry.seq]) }
+                        outcome.refused.append((entry.recordName, error))
+                    }
+                } else if result["deleted"]?.boolValue == true {
+                    if sameEdit {
+                        try db.execute(sql: "DELETE FROM pending WHERE seq = ?", arguments: [entry.seq])
+                        try db.execute(
+                            sql: "DELETE FROM records WHERE scope = 'private' AND zone = ? AND recordName = ? AND deleted = 1",
+                            arguments: [batch.zone, entry.recordName])
+                    }
+                    outcome.deleted += 1
+                } else {
+                    if sameEdit { try db.execute(sql: "DELETE FROM pending WHERE seq = ?", arguments: [entry.seq]) }
+                    _ = try self.applyServerRecord(db, scope: .private, zone: batch.zone, result)
+                    outcome.saved += 1
+                }
+            }
+            try db.execute(sql: "DELETE FROM outbox")
+            return outcome
+        }
+    }
+
+    /// The server refused the whole batch: each edit in it keeps the reason and waits for a new edit.
+    func refuseBatch(_ batch: OutboxBatch, error: SyncError) throws {
+        try self.queue.write { db in
+            for entry in batch.entries {
+                try db.execute(sql: "UPDATE pending SET lastError = ? WHERE seq = ?", arguments: ["\(error.code): \(error.reason)", entry.seq])
+            }
+            try db.execute(sql: "DELETE FROM outbox")
+        }
+    }
+
+    // MARK: uploads
+
+    struct UploadState: Sendable {
+        var checksum: String
+        var size: Int64
+        var url: String
+        var createdAt: Int64
+    }
+
+    func upload(recordName: String, fieldName: String) throws -> UploadState? {
+        try self.queue.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM uploads WHERE recordName = ? AND fieldName = ?", arguments: [recordName, fieldName]).map {
+                UploadState(checksum: $0["checksum"], size: $0["size"], url: $0["url"], createdAt: $0["createdAt"])
+            }
+        }
+    }
+
+    func setUpload(_ state: UploadState?, recordName: String, fieldName: String) throws {
+        try self.queue.write { db in
+            try db.execute(sql: "DELETE FROM uploads WHERE recordName = ? AND fieldName = ?", arguments: [recordName, fieldName])
+            if let state {
+                try db.execute(
+                    sql: "INSERT INTO uploads (recordName, fieldName, checksum, size, url, createdAt) VALUES (?, ?, ?, ?, ?, ?)",
+                    arguments: [recordName, fieldName, state.checksum, state.size, state.url, state.createdAt])
+            }
+        }
+    }
+}

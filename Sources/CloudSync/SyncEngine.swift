@@ -1,0 +1,177 @@
+import CloudCore
+import Foundation
+
+/// What a sync reports as it goes, for a progress line or a UI.
+public enum SyncProgress: Sendable, Equatable {
+    /// A page of a zone's changes was applied and its token saved.
+    case fetched(scope: DatabaseScope, zone: String, records: Int, moreComing: Bool)
+    /// The zone's token had expired: the device refetches the zone from the start.
+    case zoneReset(scope: DatabaseScope, zone: String)
+    /// A batch of queued edits was answered.
+    case sent(records: Int, waiting: Int)
+}
+
+/// What one `sync()` did.
+public struct SyncReport: Sendable, Equatable {
+    /// Records that arrived new or changed, and records removed (tombstones, purged deletions).
+    public var fetched = 0
+    public var deleted = 0
+    /// Queued edits the server accepted (saves and deletes).
+    public var sent = 0
+    /// Edits merged with a newer server version (CONFLICT/EXISTS) and sent again.
+    public var merged = 0
+    /// Edits dropped because another device deleted the record.
+    public var dropped = 0
+    /// Zones refetched from the start after CHANGE_TOKEN_EXPIRED.
+    public var zonesReset: [String] = []
+    /// Edits the server refused, with the reason; they wait for a new edit.
+    public var refused: [String] = []
+    /// Edits still queued (a later sync sends them).
+    public var waiting = 0
+}
+
+/// Tuning of the sync loop.
+public struct SyncConfiguration: Sendable {
+    /// The public zones a device follows.
+    public var publicZones: [String] = [defaultZoneName]
+    /// Operations per `records/modify` (CloudKit's limit is 200).
+    public var batchSize = 200
+    /// Changes per page of `changes/zone`.
+    public var pageSize = 200
+    /// Batches one sync sends at most, so a conflict that keeps coming back cannot loop for ever.
+    public var maxBatches = 50
+
+    public init() {}
+}
+
+/// The device's sync loop, in the shape of CKSyncEngine: fetch database changes, then each changed zone's
+/// changes page by page until `moreComing` is false (each page applied in one transaction with its token), then
+/// send queued edits in batches with an `Idempotency-Key`, merging with the server's version on CONFLICT and
+/// sending again. One sync at a time per device (an actor).
+public actor SyncEngine {
+    public let service: CloudKitWebService
+    public let store: LocalStore
+    public let configuration: SyncConfiguration
+
+    public init(service: CloudKitWebService, store: LocalStore, configuration: SyncConfiguration = SyncConfiguration()) {
+        self.service = service
+        self.store = store
+        self.configuration = configuration
+    }
+
+    /// Fetches, then sends. Without a session only the public database is fetched.
+    public func sync(progress: @Sendable (SyncProgress) -> Void = { _ in }) async throws -> SyncReport {
+        var report = SyncReport()
+        try await self.fetchZones(.public, self.configuration.publicZones, into: &report, progress)
+        if try self.store.webAuthToken() != nil {
+            try await self.fetchPrivateChanges(into: &report, progress)
+            try await self.sendChanges(into: &report, progress)
+        }
+        report.waiting = try self.store.pendingCounts().waiting
+        return report
+    }
+
+    /// `changes/database`, then the changed zones. The database token is saved only after every zone it names has
+    /// been fetched, so a crash in between fetches those zones again instead of skipping them.
+    func fetchPrivateChanges(into report: inout SyncReport, _ progress: @Sendable (SyncProgress) -> Void) async throws {
+        var token = try self.store.token(scope: .private, zone: LocalStore.databaseTokenZone)
+        var changed: Set<String> = [defaultZoneName]
+        var deleted: Set<String> = []
+        var complete = false
+        while true {
+            var body: [String: JSONValue] = ["resultsLimit": .int(Int64(self.configuration.pageSize))]
+            if let token { body["syncToken"] = .string(token) }
+            let answer: JSONValue
+            do {
+                answer = try await self.service.call(.private, "changes/database", .object(body))
+            } catch let error as SyncError where error.code == ServerErrorCode.changeTokenExpired.rawValue && token != nil {
+                token = nil
+                complete = true
+                continue
+            }
+            for zone in answer["zones"]?.arrayValue ?? [] {
+                guard let name = zone["zoneID"]?["zoneName"]?.stringValue else { continue }
+                if zone["deleted"]?.boolValue == true { deleted.insert(name); changed.remove(name) } else { changed.insert(name); deleted.remove(name) }
+            }
+            token = answer["syncToken"]?.stringValue
+            if answer["moreComing"]?.boolValue != true { break }
+        }
+        // A full list (after an expired database token) also tells which known zones are gone.
+        if complete { deleted.formUnion(Set(try self.store.knownZones(scope: .private)).subtracting(changed)) }
+        for zone in deleted { try self.store.dropZone(scope: .private, zone: zone) }
+        try await self.fetchZones(.private, changed.sorted(), into: &report, progress)
+        try self.store.setDatabaseToken(token, scope: .private)
+    }
+
+    /// `changes/zone` for `zones` until none has more; a zone whose token expired starts over.
+    func fetchZones(_ scope: DatabaseScope, _ zones: [String], into report: inout SyncReport, _ progress: @Sendable (SyncProgress) -> Void) async throws {
+        var remaining = zones
+        var resets: [String: Int] = [:]
+        while !remaining.isEmpty {
+            var entries: [JSONValue] = []
+            for zone in remaining {
+                var entry: [String: JSONValue] = ["zoneID": ["zoneName": .string(zone)], "resultsLimit": .int(Int64(self.configuration.pageSize))]
+                if let token = try self.store.token(scope: scope, zone: zone) { entry["syncToken"] = .string(token) }
+                entries.append(.object(entry))
+            }
+            let answer = try await self.service.call(scope, "changes/zone", ["zones": .array(entries)])
+            var next: [String] = []
+            for entry in answer["zones"]?.arrayValue ?? [] {
+                guard let zone = entry["zoneID"]?["zoneName"]?.stringValue, remaining.contains(zone) else { continue }
+                if let code = entry["serverErrorCode"]?.stringValue {
+                    switch code {
+                    case ServerErrorCode.changeTokenExpired.rawValue where resets[zone, default: 0] < 2:
+                        resets[zone, default: 0] += 1
+                        try self.store.resetZone(scope: scope, zone: zone)
+                        report.zonesReset.append(zone)
+                        progress(.zoneReset(scope: scope, zone: zone))
+                        next.append(zone)
+                    case ServerErrorCode.zoneNotFound.rawValue:
+                        try self.store.dropZone(scope: scope, zone: zone)
+                    default:
+                        throw SyncError(code: code, reason: entry["reason"]?.stringValue ?? "", status: 200)
+                    }
+                    continue
+                }
+                guard let token = entry["syncToken"]?.stringValue else { continue }
+                let moreComing = entry["moreComing"]?.boolValue ?? false
+                let records = entry["records"]?.arrayValue ?? []
+                let applied = try self.store.applyPage(scope: scope, zone: zone, records: records, token: token, moreComing: moreComing)
+                report.fetched += applied.changed
+                report.deleted += applied.deleted
+                progress(.fetched(scope: scope, zone: zone, records: records.count, moreComing: moreComing))
+                if moreComing { next.append(zone) }
+            }
+            remaining = next
+        }
+    }
+
+    /// Sends queued edits, one batch at a time. A batch is saved before it is sent and resent byte for byte with
+    /// the same `Idempotency-Key` until it is answered, so a lost answer never applies it twice.
+    func sendChanges(into report: inout SyncReport, _ progress: @Sendable (SyncProgress) -> Void) async throws {
+        for _ in 0..<self.configuration.maxBatches {
+            guard let batch = try self.store.nextBatch(limit: self.configuration.batchSize) else { return }
+            let answer: JSONValue
+            do {
+                answer = try await self.service.call(.private, "records/modify", body: batch.body, idempotencyKey: batch.idempotencyKey)
+            } catch let error as SyncError where error.status == 400 || error.status == 413 {
+                // The server will never take this batch as it is; its edits wait for the person to change them.
+                try self.store.refuseBatch(batch, error: error)
+                report.refused += batch.entries.map { "\($0.recordName): \(error.code): \(error.reason)" }
+                continue
+            }
+            let outcome = try self.store.applyAnswer(answer, to: batch)
+            if !outcome.needLookup.isEmpty {
+                let found = try await self.service.call(.private, "records/lookup", [
+                    "zoneID": ["zoneName": .string(batch.zone)], "records": .array(outcome.needLookup.map { ["recordName": .string($0)] }),
+                ])
+                try self.store.merge(serverRecords: found["records"]?.arrayValue ?? [], zone: batch.zone)
+            }
+            report.sent += outcome.saved + outcome.deleted
+            report.merged += outcome.merged + outcome.needLookup.count
+            report.dropped += outcome.dropped
+            report.refused += outcome.refused.map { "\($0.recordName): \($0.error)" }
+            progress(.sent(records: batch.entries.count, waiting: try self.store.pendingCounts().waiting))
+        }
+    }
+}

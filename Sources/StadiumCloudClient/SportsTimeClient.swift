@@ -1,0 +1,231 @@
+import CloudCore
+import CloudSync
+import Crypto
+import Foundation
+
+/// A visit to a venue, as the app shows it.
+public struct Visit: Sendable, Equatable {
+    public var recordName: String
+    /// The canonical venue id (`stadium_mlb_oracle_park`), which never changes.
+    public var stadiumID: String
+    /// The venue's name on the day of the visit, kept as the person saw it.
+    public var stadiumNameAtVisit: String?
+    /// Milliseconds since 1970.
+    public var visitDate: Int64
+    /// `game`, `tour` or `other`.
+    public var visitType: String
+    public var notes: String?
+    /// Whether the server has this version yet.
+    public var isSynced: Bool
+}
+
+/// A canonical venue with the person's own fields for it.
+public struct Stadium: Sendable, Equatable {
+    public var id: String
+    public var name: String
+    public var city: String?
+    /// Soft-deleted by the operator (the venue closed or the team moved on); visits to it stay.
+    public var isDeprecated: Bool
+    public var userNickname: String?
+    public var isFavorite: Bool
+}
+
+/// A photo of a visit: the asset's metadata (the bytes are downloaded on demand).
+public struct Photo: Sendable, Equatable {
+    public var recordName: String
+    public var visitRecordName: String?
+    public var caption: String?
+    public var checksum: String?
+    public var size: Int64?
+}
+
+/// The SportsTime client SDK: visits, photos and venue preferences kept in a local store and synced with a
+/// StadiumCloud server. Reads are local and work offline; edits are queued and sent by `sync()`.
+public final class StadiumCloudClient: Sendable {
+    public let store: LocalStore
+    public let engine: SyncEngine
+
+    /// The person's nickname and favourite flag for a venue live in a private `StadiumPreference` record and are
+    /// shown on the canonical `Stadium` record, where canonical imports never overwrite them.
+    public static let projections = [FieldProjection(sourceType: "StadiumPreference", reference: "stadium", fields: ["userNickname", "isFavorite"])]
+    /// Canonical ids never change: the merge keeps the first value (schema.json marks them immutable).
+    public static let publicOwners: [String: FieldOwner] = ["canonicalId": .immutable, "uuid": .immutable]
+
+    /// Opens (or creates) the store at `storePath`. `endpoint` is remembered in the store; later opens may omit it.
+    public init(storePath: String, endpoint: ServerEndpoint? = nil, transport: any HTTPTransport = URLSessionTransport(), retry: RetryPolicy = RetryPolicy()) throws {
+        let store = try LocalStore(path: storePath, projections: Self.projections, publicOwners: Self.publicOwners)
+        let endpoint = try endpoint ?? Self.savedEndpoint(store)
+        try store.setSetting("endpoint", JSONWriter.encode([
+            "baseURL": .string(endpoint.baseURL.absoluteString), "container": .string(endpoint.container),
+            "environment": .string(endpoint.environment), "apiToken": .string(endpoint.apiToken),
+        ]))
+        let service = CloudKitWebService(endpoint: endpoint, transport: transport, tokens: store, deviceID: try store.deviceID(), retry: retry)
+        self.store = store
+        self.engine = SyncEngine(service: service, store: store)
+    }
+
+    static func savedEndpoint(_ store: LocalStore) throws -> ServerEndpoint {
+        guard let text = try store.setting("endpoint"), let json = try? JSONValue.parse(Array(text.utf8)),
+            let base = json["baseURL"]?.stringValue.flatMap(URL.init(string:)), let container = json["container"]?.stringValue,
+            let environment = json["environment"]?.stringValue, let apiToken = json["apiToken"]?.stringValue
+        else { throw SyncError(code: "BAD_REQUEST", reason: "this store knows no server yet: sign in first (stadiumcloud-client signin ACCOUNT --server URL --api-token TOKEN)", status: 0) }
+        return ServerEndpoint(baseURL: base, container: container, environment: environment, apiToken: apiToken)
+    }
+
+    // MARK: session
+
+    /// Signs in with a password; the session's token is kept in the store.
+    @discardableResult
+    public func signIn(accountName: String, password: String) async throws -> String {
+        let answer = try await self.engine.service.signIn(accountName: accountName, password: password)
+        try self.store.setSetting("userRecordName", answer.userRecordName)
+        return answer.userRecordName
+    }
+
+    /// Uses a web auth token obtained elsewhere (`stadiumcloud accounts create` prints one).
+    public func useWebAuthToken(_ token: String) throws { try self.store.setWebAuthToken(token) }
+
+    /// Forgets the session on this device (queued edits stay and are sent after the next sign-in).
+    public func signOut() throws { try self.store.setWebAuthToken(nil) }
+
+    public var isSignedIn: Bool { (try? self.store.webAuthToken()) != nil }
+
+    /// Fetches canonical and private changes, then sends queued edits.
+    @discardableResult
+    public func sync(progress: @Sendable (SyncProgress) -> Void = { _ in }) async throws -> SyncReport {
+        try await self.engine.sync(progress: progress)
+    }
+
+    // MARK: venues
+
+    /// Venues whose name, nickname, city or id contains `text` (all without), by name.
+    public func stadiums(matching text: String? = nil) throws -> [Stadium] {
+        let all = try self.store.records(ofType: "Stadium", scope: .public).map(Self.stadium(from:))
+        guard let text = text?.lowercased(), !text.isEmpty else { return all.sorted { $0.name < $1.name } }
+        return all.filter { stadium in
+            [stadium.id, stadium.name, stadium.city ?? "", stadium.userNickname ?? ""].contains { $0.lowercased().contains(text) }
+        }.sorted { $0.name < $1.name }
+    }
+
+    public func stadium(_ id: String) throws -> Stadium? {
+        try self.store.record(id, scope: .public).flatMap { $0.recordType == "Stadium" ? Self.stadium(from: $0) : nil }
+    }
+
+    static func stadium(from record: LocalRecord) -> Stadium {
+        Stadium(
+            id: record.recordName, name: record.fields["name"]?.value.stringValue ?? record.recordName,
+            city: record.fields["city"]?.value.stringValue, isDeprecated: record.fields["deprecatedAt"] != nil,
+            userNickname: record.fields["userNickname"]?.value.stringValue, isFavorite: (record.fields["isFavorite"]?.value.int64Value ?? 0) != 0)
+    }
+
+    /// Sets (nil: clears) the person's nickname for a venue.
+    public func setNickname(_ nickname: String?, for stadiumID: String) throws {
+        try self.savePreference(stadiumID, ["userNickname": nickname.map { FieldValue(type: .string, value: .string($0)) }])
+    }
+
+    public func setFavorite(_ isFavorite: Bool, for stadiumID: String) throws {
+        try self.savePreference(stadiumID, ["isFavorite": FieldValue(type: .int64, value: .int(isFavorite ? 1 : 0))])
+    }
+
+    /// One preference record per venue, named after it, so two devices that set one for the same venue meet on the
+    /// same record (EXISTS, then a merge) instead of making two.
+    func savePreference(_ stadiumID: String, _ fields: [String: FieldValue?]) throws {
+        _ = try self.requireStadium(stadiumID)
+        var fields = fields
+        fields["stadium"] = Self.reference(stadiumID)
+        try self.store.save("preference_" + stadiumID, type: "StadiumPreference", fields: fields)
+    }
+
+    /// The venue's current name; an id this device does not know is refused once canonical data has been synced.
+    func requireStadium(_ id: String) throws -> Stadium? {
+        if let stadium = try self.stadium(id) { return stadium }
+        if try !self.store.records(ofType: "Stadium", scope: .public).isEmpty {
+            throw SyncError(code: "BAD_REQUEST", reason: "no venue has the id \(id); `stadiums SEARCH` lists them", status: 0)
+        }
+        return nil
+    }
+
+    // MARK: visits
+
+    /// Queues a new visit; `sync()` sends it.
+    @discardableResult
+    public func addVisit(stadiumID: String, date: Int64, type: String = "game", notes: String? = nil) throws -> Visit {
+        guard ["game", "tour", "other"].contains(type) else {
+            throw SyncError(code: "BAD_REQUEST", reason: "a visit type is game, tour or other, not \(type)", status: 0)
+        }
+        let stadium = try self.requireStadium(stadiumID)
+        var fields: [String: FieldValue?] = [
+            "stadium": Self.reference(stadiumID),
+            "visitDate": FieldValue(type: .timestamp, value: .int(date)),
+            "visitType": FieldValue(type: .string, value: .string(type)),
+        ]
+        if let name = stadium?.name { fields["stadiumNameAtVisit"] = FieldValue(type: .string, value: .string(name)) }
+        if let notes { fields["notes"] = FieldValue(type: .string, value: .string(notes)) }
+        let record = try self.store.save("visit_" + UUID().uuidString.lowercased(), type: "StadiumVisit", fields: fields)
+        return Self.visit(from: record, synced: false)
+    }
+
+    /// Changes a visit's notes (nil clears them).
+    public func setNotes(_ notes: String?, forVisit recordName: String) throws {
+        guard try self.store.record(recordName, scope: .private)?.recordType == "StadiumVisit" else {
+            throw SyncError(code: ServerErrorCode.notFound.rawValue, reason: "no visit \(recordName) on this device", status: 0)
+        }
+        try self.store.save(recordName, type: "StadiumVisit", fields: ["notes": notes.map { FieldValue(type: .string, value: .string($0)) }])
+    }
+
+    public func deleteVisit(_ recordName: String) throws { try self.store.delete(recordName) }
+
+    /// The account's visits on this device, newest first.
+    public func visits() throws -> [Visit] {
+        try self.store.records(ofType: "StadiumVisit", scope: .private).map { Self.visit(from: $0, synced: $0.changeTag != nil) }
+            .sorted { ($0.visitDate, $0.recordName) > ($1.visitDate, $1.recordName) }
+    }
+
+    static func visit(from record: LocalRecord, synced: Bool) -> Visit {
+        Visit(
+            recordName: record.recordName, stadiumID: record.reference("stadium") ?? "",
+            stadiumNameAtVisit: record.fields["stadiumNameAtVisit"]?.value.stringValue,
+            visitDate: record.fields["visitDate"]?.value.int64Value ?? 0, visitType: record.fields["visitType"]?.value.stringValue ?? "other",
+            notes: record.fields["notes"]?.value.stringValue, isSynced: synced)
+    }
+
+    // MARK: photos
+
+    /// Uploads a photo for a visit (resumable: run it again after an interruption and it goes on where the server
+    /// stopped) and queues its `VisitPhoto` record; `sync()` sends the record.
+    @discardableResult
+    public func addPhoto(_ file: URL, toVisit visitName: String, caption: String? = nil, progress: @Sendable (TransferProgress) -> Void = { _ in }) async throws -> Photo {
+        guard try self.store.record(visitName, scope: .private)?.recordType == "StadiumVisit" else {
+            throw SyncError(code: ServerErrorCode.notFound.rawValue, reason: "no visit \(visitName) on this device", status: 0)
+        }
+        // Named after the visit and the file, so a rerun after an interruption finds its unfinished upload.
+        let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
+        let identity = "\(visitName)|\(file.standardizedFileURL.path)|\((attributes[.size] as? NSNumber)?.int64Value ?? 0)"
+        let name = "photo_" + SHA256.hash(data: Data(identity.utf8)).prefix(12).map { String(format: "%02x", $0) }.joined()
+        let asset = try await self.engine.uploadAsset(file: file, recordType: "VisitPhoto", recordName: name, fieldName: "photo", progress: progress)
+        var fields: [String: FieldValue?] = ["visit": Self.reference(visitName, action: .deleteSelf), "photo": asset]
+        if let caption { fields["caption"] = FieldValue(type: .string, value: .string(caption)) }
+        return Self.photo(from: try self.store.save(name, type: "VisitPhoto", fields: fields))
+    }
+
+    /// Photos on this device, of one visit or of all.
+    public func photos(ofVisit visitName: String? = nil) throws -> [Photo] {
+        try self.store.records(ofType: "VisitPhoto", scope: .private).map(Self.photo(from:)).filter { visitName == nil || $0.visitRecordName == visitName }
+    }
+
+    /// Downloads a photo's bytes to `destination` (resumable, checked against its SHA-256).
+    public func downloadPhoto(_ recordName: String, to destination: URL, progress: @Sendable (TransferProgress) -> Void = { _ in }) async throws {
+        try await self.engine.downloadAsset(recordName: recordName, fieldName: "photo", to: destination, progress: progress)
+    }
+
+    static func photo(from record: LocalRecord) -> Photo {
+        let asset = record.fields["photo"]?.value
+        return Photo(
+            recordName: record.recordName, visitRecordName: record.reference("visit"), caption: record.fields["caption"]?.value.stringValue,
+            checksum: asset?["fileChecksum"]?.stringValue, size: asset?["size"]?.int64Value)
+    }
+
+    static func reference(_ recordName: String, action: Reference.Action = .none) -> FieldValue {
+        FieldValue(type: .reference, value: Reference(recordName: recordName, action: action).json)
+    }
+}
