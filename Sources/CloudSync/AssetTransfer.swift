@@ -10,16 +10,21 @@ import FoundationNetworking
 public struct TransferProgress: Sendable, Equatable {
     public var bytes: Int64
     public var total: Int64
+
+    public init(bytes: Int64, total: Int64) {
+        self.bytes = bytes
+        self.total = total
+    }
 }
 
 extension SyncEngine {
     /// Uploads `file` for `fieldName` of a private record and answers the ASSETID value to save in it. The file is
-    /// sent in chunks of `chunkSize` bytes (never read whole), each at an explicit `Upload-Offset`; after a
+    /// sent in chunks of `configuration.chunkSize` bytes (never read whole), each at an explicit `Upload-Offset`; after a
     /// failure, or in a later run of the app, the upload resumes where the server's `HEAD` says it stopped. The
     /// server checks the whole file's SHA-256 at the end.
     public func uploadAsset(
         file: URL, recordType: String, recordName: String, fieldName: String, zone: String = defaultZoneName,
-        chunkSize: Int = 4 << 20, progress: @Sendable (TransferProgress) -> Void = { _ in }
+        progress: @Sendable (TransferProgress) -> Void = { _ in }
     ) async throws -> FieldValue {
         let (checksum, size) = try FileDigest.sha256(of: file)
         var offset: Int64 = 0
@@ -54,7 +59,7 @@ extension SyncEngine {
         var failures = 0
         while true {
             try handle.seek(toOffset: UInt64(offset))
-            let chunk = try handle.read(upToCount: chunkSize) ?? Data()
+            let chunk = try handle.read(upToCount: self.configuration.chunkSize) ?? Data()
             let isLast = offset + Int64(chunk.count) >= size
             do {
                 let answer = try await self.service.uploadChunk(url: url, chunk, offset: offset, total: size, checksum: isLast ? checksum : nil)
@@ -81,7 +86,7 @@ extension SyncEngine {
     /// place. An expired download URL is renewed by reading the record again.
     public func downloadAsset(
         recordName: String, fieldName: String, zone: String = defaultZoneName, to destination: URL,
-        chunkSize: Int = 4 << 20, progress: @Sendable (TransferProgress) -> Void = { _ in }
+        progress: @Sendable (TransferProgress) -> Void = { _ in }
     ) async throws {
         var renewed = false
         while true {
@@ -92,7 +97,7 @@ extension SyncEngine {
                 guard let url = value.value["downloadURL"]?.stringValue else {
                     throw SyncError(code: ServerErrorCode.accessDenied.rawValue, reason: "no download URL yet", status: 403)
                 }
-                try await self.download(url: url.replacingOccurrences(of: "${f}", with: "asset"), checksum: checksum, size: size, to: destination, chunkSize: chunkSize, progress: progress)
+                try await self.download(url: url.replacingOccurrences(of: "${f}", with: "asset"), checksum: checksum, size: size, to: destination, progress: progress)
                 return
             } catch let error as SyncError where error.status == 403 && !renewed {
                 renewed = true
@@ -104,7 +109,7 @@ extension SyncEngine {
         }
     }
 
-    func download(url: String, checksum: String, size: Int64, to destination: URL, chunkSize: Int, progress: @Sendable (TransferProgress) -> Void) async throws {
+    func download(url: String, checksum: String, size: Int64, to destination: URL, progress: @Sendable (TransferProgress) -> Void) async throws {
         let part = destination.appendingPathExtension("part")
         if !FileManager.default.fileExists(atPath: part.path) { _ = FileManager.default.createFile(atPath: part.path, contents: nil) }
         let handle = try FileHandle(forUpdating: part)
@@ -120,7 +125,7 @@ extension SyncEngine {
         while let data = try handle.read(upToCount: 1 << 20), !data.isEmpty { hash.update(data: data) }
         progress(TransferProgress(bytes: offset, total: size))
         while offset < size {
-            let data = try await self.service.downloadRange(url: url, from: offset, count: Int(min(Int64(chunkSize), size - offset)))
+            let data = try await self.service.downloadRange(url: url, from: offset, count: Int(min(Int64(self.configuration.chunkSize), size - offset)))
             try handle.write(contentsOf: data)
             hash.update(data: data)
             offset += Int64(data.count)

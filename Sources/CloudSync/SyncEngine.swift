@@ -28,6 +28,8 @@ public struct SyncReport: Sendable, Equatable {
     public var refused: [String] = []
     /// Edits still queued (a later sync sends them).
     public var waiting = 0
+
+    public init() {}
 }
 
 /// Tuning of the sync loop.
@@ -40,6 +42,8 @@ public struct SyncConfiguration: Sendable {
     public var pageSize = 200
     /// Batches one sync sends at most, so a conflict that keeps coming back cannot loop for ever.
     public var maxBatches = 50
+    /// Bytes per upload request and per ranged download request: the most an asset transfer holds in memory.
+    public var chunkSize = 4 << 20
 
     public init() {}
 }
@@ -173,5 +177,12 @@ public actor SyncEngine {
             report.refused += outcome.refused.map { "\($0.recordName): \($0.error)" }
             progress(.sent(records: batch.entries.count, waiting: try self.store.pendingCounts().waiting))
         }
+    }
+}
+
+extension SyncEngine {
+    /// Sends queued edits without fetching first (tests use it to make a push meet a conflict).
+    public func sendChangesForTesting(into report: inout SyncReport) async throws {
+        try await self.sendChanges(into: &report) { _ in }
     }
 }

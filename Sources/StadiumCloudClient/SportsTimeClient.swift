@@ -52,7 +52,10 @@ public final class StadiumCloudClient: Sendable {
     public static let publicOwners: [String: FieldOwner] = ["canonicalId": .immutable, "uuid": .immutable]
 
     /// Opens (or creates) the store at `storePath`. `endpoint` is remembered in the store; later opens may omit it.
-    public init(storePath: String, endpoint: ServerEndpoint? = nil, transport: any HTTPTransport = URLSessionTransport(), retry: RetryPolicy = RetryPolicy()) throws {
+    public init(
+        storePath: String, endpoint: ServerEndpoint? = nil, transport: any HTTPTransport = URLSessionTransport(), retry: RetryPolicy = RetryPolicy(),
+        configuration: SyncConfiguration = SyncConfiguration()
+    ) throws {
         let store = try LocalStore(path: storePath, projections: Self.projections, publicOwners: Self.publicOwners)
         let endpoint = try endpoint ?? Self.savedEndpoint(store)
         try store.setSetting("endpoint", JSONWriter.encode([
@@ -61,7 +64,7 @@ public final class StadiumCloudClient: Sendable {
         ]))
         let service = CloudKitWebService(endpoint: endpoint, transport: transport, tokens: store, deviceID: try store.deviceID(), retry: retry)
         self.store = store
-        self.engine = SyncEngine(service: service, store: store)
+        self.engine = SyncEngine(service: service, store: store, configuration: configuration)
     }
 
     static func savedEndpoint(_ store: LocalStore) throws -> ServerEndpoint {

@@ -12,6 +12,9 @@ ensure_packages() {
     command -v psql >/dev/null 2>&1 || missing+=(postgresql-client)
     command -v curl >/dev/null 2>&1 || missing+=(curl)  # the asset tests upload with real curl
     command -v openssl >/dev/null 2>&1 || missing+=(openssl)  # scripts/run makes a development server key
+    # The client SDK: URLSession on Linux is FoundationNetworking over libcurl; its local store is SQLite (GRDB).
+    dpkg -s libcurl4-openssl-dev >/dev/null 2>&1 || missing+=(libcurl4-openssl-dev)
+    dpkg -s libsqlite3-dev >/dev/null 2>&1 || missing+=(libsqlite3-dev)
     if [ ${#missing[@]} -gt 0 ]; then
         echo "Installing ${missing[*]} from apt…" >&2
         local sudo=""
