@@ -51,7 +51,7 @@ public struct SyncConfiguration: Sendable {
 /// The device's sync loop, in the shape of CKSyncEngine: fetch database changes, then each changed zone's
 /// changes page by page until `moreComing` is false (each page applied in one transaction with its token), then
 /// send queued edits in batches with an `Idempotency-Key`, merging with the server's version on CONFLICT and
-/// sending again. One sync at a time per device (an actor).
+/// sending again. One sync at a time per device: a second `sync()` while one runs joins it.
 public actor SyncEngine {
     public let service: CloudKitWebService
     public let store: LocalStore
@@ -63,8 +63,19 @@ public actor SyncEngine {
         self.configuration = configuration
     }
 
+    /// The sync in progress: a second caller joins it instead of fetching the same pages again in parallel.
+    var running: Task<SyncReport, any Error>?
+
     /// Fetches, then sends. Without a session only the public database is fetched.
-    public func sync(progress: @Sendable (SyncProgress) -> Void = { _ in }) async throws -> SyncReport {
+    public func sync(progress: @escaping @Sendable (SyncProgress) -> Void = { _ in }) async throws -> SyncReport {
+        if let running = self.running { return try await running.value }
+        let task = Task { try await self.runSync(progress) }
+        self.running = task
+        defer { self.running = nil }
+        return try await task.value
+    }
+
+    func runSync(_ progress: @Sendable (SyncProgress) -> Void) async throws -> SyncReport {
         var report = SyncReport()
         try await self.fetchZones(.public, self.configuration.publicZones, into: &report, progress)
         if try self.store.webAuthToken() != nil {

@@ -95,7 +95,7 @@ public final class StadiumCloudClient: Sendable {
 
     /// Fetches canonical and private changes, then sends queued edits.
     @discardableResult
-    public func sync(progress: @Sendable (SyncProgress) -> Void = { _ in }) async throws -> SyncReport {
+    public func sync(progress: @escaping @Sendable (SyncProgress) -> Void = { _ in }) async throws -> SyncReport {
         try await self.engine.sync(progress: progress)
     }
 

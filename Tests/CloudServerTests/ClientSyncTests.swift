@@ -1,5 +1,6 @@
 import Canon
 import CloudCore
+import CloudHTTP
 import CloudSync
 import Foundation
 import StadiumCloudClient
@@ -109,6 +110,46 @@ import Testing
             #expect(phoneRecord.fields["seatSection"]?.value == "114")
             let onServer = try #require(try await Self.serverVisits(server).first)
             #expect(onServer["recordChangeTag"]?.stringValue == phoneRecord.changeTag)
+        }
+    }
+
+    @Test func anEditMadeWhileItsBatchIsInFlightIsSentNext() async throws {
+        try await Self.run { server, folder in
+            let network = FlakyTransport()
+            let phone = try await Self.device(server, folder, "phone", transport: network)
+            let visit = try phone.addVisit(stadiumID: "stadium_nfl_lambeau_field", date: 1_700_000_000_000, notes: "one")
+            // The person edits the visit again while the batch carrying "one" is on its way.
+            let edited = Mutex(false)
+            network.state.withLock {
+                $0.before["records/modify"] = {
+                    guard edited.withLock({ let first = !$0; $0 = true; return first }) else { return }
+                    try phone.setNotes("two", forVisit: visit.recordName)
+                }
+            }
+            let report = try await phone.sync()
+            #expect(network.sent("records/modify").count == 2, "the create, then the newer edit as an update")
+            #expect(report.sent == 2 && report.waiting == 0)
+            #expect(try phone.visits().first?.notes == "two")
+            #expect(try await Self.serverVisits(server).first?["fields"]?["notes"]?["value"] == "two")
+        }
+    }
+
+    @Test func aThrottledDeviceWaitsAndCarriesOn() async throws {
+        try await TestServer.run(.live, configure: { $0.rateLimits.perAccount = RateLimit(perSecond: 2, burst: 3) }) { server in
+            _ = try await server.dependencies.credentials.setPassword(accountName: "alice", password: Self.password, logger: TestDatabase.logger)
+            let folder = NSTemporaryDirectory() + "stadiumcloud-client-" + UUID().uuidString
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let network = FlakyTransport()
+            let phone = try await Self.device(server, folder, "phone", transport: network)
+            for day in 0..<2 { try phone.addVisit(stadiumID: "stadium_mlb_fenway_park", date: Int64(day) * 86_400_000) }
+            // changes/database, changes/zone and records/modify on a budget of 3 calls and 2 per second.
+            try await phone.sync()
+            let report = try await phone.sync()
+            #expect(report.waiting == 0)
+            #expect(network.sent("/database/").contains { $0.status == 503 }, "the server did throttle")
+            #expect(try phone.visits().allSatisfy(\.isSynced))
+            try await Task.sleep(for: .seconds(2))  // the query below counts against the same account's budget
+            #expect(try await Self.serverVisits(server).count == 2)
         }
     }
 

@@ -14,6 +14,7 @@ final class FlakyTransport: HTTPTransport {
         var path: String
         var idempotencyKey: String?
         var bodyBytes: Int
+        var status: Int
         var lost: Bool
     }
 
@@ -24,6 +25,8 @@ final class FlakyTransport: HTTPTransport {
         /// Path fragment → after how many more such requests the network goes off.
         var cutAfter: [String: Int] = [:]
         var sent: [Sent] = []
+        /// Called before a request whose path contains the key goes out (once per request).
+        var before: [String: @Sendable () throws -> Void] = [:]
     }
 
     let state = Mutex(State())
@@ -38,6 +41,8 @@ final class FlakyTransport: HTTPTransport {
             return state.offline
         }
         if offline { throw URLError(.notConnectedToInternet) }
+        let hooks = self.state.withLock { state in state.before.filter { path.contains($0.key) }.map(\.value) }
+        for hook in hooks { try hook() }
         let answer = try await self.base.send(request)
         let lost = self.state.withLock { state in
             guard let fragment = state.losing.keys.first(where: { path.contains($0) }), state.losing[fragment]! > 0 else { return false }
@@ -47,7 +52,7 @@ final class FlakyTransport: HTTPTransport {
         self.state.withLock {
             $0.sent.append(Sent(
                 method: request.httpMethod ?? "GET", path: path, idempotencyKey: request.value(forHTTPHeaderField: "Idempotency-Key"),
-                bodyBytes: request.httpBody?.count ?? 0, lost: lost))
+                bodyBytes: request.httpBody?.count ?? 0, status: answer.1.statusCode, lost: lost))
         }
         if lost { throw URLError(.networkConnectionLost) }
         return answer
