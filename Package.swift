@@ -3,7 +3,7 @@ import PackageDescription
 
 let package = Package(
     name: "StadiumCloud",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .executable(name: "stadiumcloud", targets: ["stadiumcloud"]),
         .executable(name: "stadiumcloud-client", targets: ["stadiumcloud-client"]),
@@ -123,6 +123,12 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             path: "bench/Sources"
+        ),
+        /// The client SDK benchmark (bench/README.md): first sync, push and pull against the same plain HTTP requests.
+        .executableTarget(
+            name: "stadiumcloud-client-bench",
+            dependencies: ["CloudCore", "CloudSync", "StadiumCloudClient"],
+            path: "bench/Client"
         ),
         .testTarget(name: "CloudCoreTests", dependencies: ["CloudCore"]),
         .testTarget(name: "CanonTests", dependencies: ["Canon", "CloudCore"]),
