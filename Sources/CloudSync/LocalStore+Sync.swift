@@ -29,29 +29,28 @@ extension LocalStore {
     // MARK: tokens
 
     func token(scope: DatabaseScope, zone: String) throws -> String? {
-        try self.queue.read { db in
-            try String.fetchOne(db, sql: "SELECT token FROM tokens WHERE scope = ? AND zone = ?", arguments: [scope.rawValue, zone])
+        try self.database.read { db in
+            try db.value(String.self, "SELECT token FROM tokens WHERE scope = ? AND zone = ?", [scope.rawValue, zone])
         }
     }
 
     func setDatabaseToken(_ token: String?, scope: DatabaseScope) throws {
-        try self.queue.write { db in try Self.setToken(db, token, scope: scope, zone: Self.databaseTokenZone) }
+        try self.database.write { db in try Self.setToken(db, token, scope: scope, zone: Self.databaseTokenZone) }
     }
 
     static func setToken(_ db: Database, _ token: String?, scope: DatabaseScope, zone: String) throws {
         if let token {
-            try db.execute(
-                sql: "INSERT INTO tokens (scope, zone, token) VALUES (?, ?, ?) ON CONFLICT (scope, zone) DO UPDATE SET token = excluded.token",
-                arguments: [scope.rawValue, zone, token])
+            try db.run("INSERT INTO tokens (scope, zone, token) VALUES (?, ?, ?) ON CONFLICT (scope, zone) DO UPDATE SET token = excluded.token",
+                [scope.rawValue, zone, token])
         } else {
-            try db.execute(sql: "DELETE FROM tokens WHERE scope = ? AND zone = ?", arguments: [scope.rawValue, zone])
+            try db.run("DELETE FROM tokens WHERE scope = ? AND zone = ?", [scope.rawValue, zone])
         }
     }
 
     /// The private zones the device has a token for.
     func knownZones(scope: DatabaseScope) throws -> [String] {
-        try self.queue.read { db in
-            try String.fetchAll(db, sql: "SELECT zone FROM tokens WHERE scope = ? AND zone <> '' ORDER BY zone", arguments: [scope.rawValue])
+        try self.database.read { db in
+            try db.values(String.self, "SELECT zone FROM tokens WHERE scope = ? AND zone <> '' ORDER BY zone", [scope.rawValue])
         }
     }
 
@@ -60,7 +59,7 @@ extension LocalStore {
     /// Applies one page of a zone's changes and saves the token that covers it, in one transaction. On the last
     /// page (`moreComing` false) of a zone being refetched, records the refetch did not bring back are gone.
     func applyPage(scope: DatabaseScope, zone: String, records: [JSONValue], token: String, moreComing: Bool) throws -> (changed: Int, deleted: Int) {
-        try self.queue.write { db in
+        try self.database.write { db in
             var changed = 0, deleted = 0, inserted = false
             for record in records {
                 switch try self.applyServerRecord(db, scope: scope, zone: zone, record) {
@@ -80,36 +79,35 @@ extension LocalStore {
     /// Forgets a zone's token after CHANGE_TOKEN_EXPIRED: its records are marked stale, the refetch from the start
     /// unmarks those that still exist, and the last page removes the rest (deletions the server has purged).
     func resetZone(scope: DatabaseScope, zone: String) throws {
-        try self.queue.write { db in
-            try db.execute(sql: "UPDATE records SET stale = 1 WHERE scope = ? AND zone = ?", arguments: [scope.rawValue, zone])
+        try self.database.write { db in
+            try db.run("UPDATE records SET stale = 1 WHERE scope = ? AND zone = ?", [scope.rawValue, zone])
             try Self.setToken(db, nil, scope: scope, zone: zone)
         }
     }
 
     /// Removes a zone the server deleted (or no longer has), with its queued edits.
     func dropZone(scope: DatabaseScope, zone: String) throws {
-        try self.queue.write { db in
-            try db.execute(sql: "UPDATE records SET stale = 1 WHERE scope = ? AND zone = ?", arguments: [scope.rawValue, zone])
-            if scope == .private { try db.execute(sql: "DELETE FROM pending WHERE zone = ?", arguments: [zone]) }
+        try self.database.write { db in
+            try db.run("UPDATE records SET stale = 1 WHERE scope = ? AND zone = ?", [scope.rawValue, zone])
+            if scope == .private { try db.run("DELETE FROM pending WHERE zone = ?", [zone]) }
             _ = try self.removeStale(db, scope: scope, zone: zone)
             try Self.setToken(db, nil, scope: scope, zone: zone)
         }
     }
 
     func removeStale(_ db: Database, scope: DatabaseScope, zone: String) throws -> Int {
-        let stale = try Row.fetchAll(
-            db,
-            sql: """
+        let stale = try db.rows(
+            """
                 SELECT * FROM records r WHERE scope = ? AND zone = ? AND stale = 1
                 AND NOT EXISTS (SELECT 1 FROM pending p WHERE r.scope = 'private' AND p.zone = r.zone AND p.recordName = r.recordName)
                 """,
-            arguments: [scope.rawValue, zone]
+            [scope.rawValue, zone]
         ).map(Self.record(from:))
         for record in stale {
-            try db.execute(sql: "DELETE FROM records WHERE scope = ? AND zone = ? AND recordName = ?", arguments: [scope.rawValue, zone, record.recordName])
+            try db.run("DELETE FROM records WHERE scope = ? AND zone = ? AND recordName = ?", [scope.rawValue, zone, record.recordName])
             try self.project(db, old: record, new: nil)
         }
-        try db.execute(sql: "UPDATE records SET stale = 0 WHERE scope = ? AND zone = ?", arguments: [scope.rawValue, zone])
+        try db.run("UPDATE records SET stale = 0 WHERE scope = ? AND zone = ?", [scope.rawValue, zone])
         return stale.count
     }
 
@@ -124,15 +122,16 @@ extension LocalStore {
         let old = try Self.fetchRecord(db, scope: scope, zone: zone, name: name, includingDeleted: true)
         if json["deleted"]?.boolValue == true {
             guard let old else { return .ignored }
-            try db.execute(sql: "DELETE FROM records WHERE scope = ? AND zone = ? AND recordName = ?", arguments: [scope.rawValue, zone, name])
-            if scope == .private { try db.execute(sql: "DELETE FROM pending WHERE zone = ? AND recordName = ?", arguments: [zone, name]) }
+            try db.run("DELETE FROM records WHERE scope = ? AND zone = ? AND recordName = ?", [scope.rawValue, zone, name])
+            if scope == .private { try db.run("DELETE FROM pending WHERE zone = ? AND recordName = ?", [zone, name]) }
             try self.project(db, old: old, new: nil)
             return .deleted
         }
         guard let type = json["recordType"]?.stringValue, let tag = json["recordChangeTag"]?.stringValue else { return .ignored }
+        let pending = scope == .private ? try db.row("SELECT kind, changedFields FROM pending WHERE zone = ? AND recordName = ?", [zone, name]) : nil
         // The device's own write coming back, or a page fetched twice: nothing to do.
-        if let old, old.changeTag == tag, !(try Self.isQueued(db, scope: scope, zone: zone, name: name)) {
-            try db.execute(sql: "UPDATE records SET stale = 0 WHERE scope = ? AND zone = ? AND recordName = ?", arguments: [scope.rawValue, zone, name])
+        if let old, old.changeTag == tag, pending == nil {
+            try db.run("UPDATE records SET stale = 0 WHERE scope = ? AND zone = ? AND recordName = ?", [scope.rawValue, zone, name])
             return .ignored
         }
         let incoming = (json["fields"]?.objectValue ?? [:]).compactMapValues(FieldValue.init(stored:))
@@ -142,9 +141,8 @@ extension LocalStore {
             record.fields = FieldMerge(stored: old?.fields, incoming: incoming, owners: self.publicOwners).fields
             try Self.write(db, record)
         case .private:
-            let pending = try Row.fetchOne(db, sql: "SELECT kind, changedFields FROM pending WHERE zone = ? AND recordName = ?", arguments: [zone, name])
             if let pending, (pending["kind"] as String) == "delete" {
-                try db.execute(sql: "UPDATE records SET changeTag = ? WHERE scope = 'private' AND zone = ? AND recordName = ?", arguments: [tag, zone, name])
+                try db.run("UPDATE records SET changeTag = ? WHERE scope = 'private' AND zone = ? AND recordName = ?", [tag, zone, name])
                 return .updated
             }
             for field in Self.names(pending?["changedFields"]) { record.fields[field] = old?.fields[field] }
@@ -154,14 +152,9 @@ extension LocalStore {
         return old == nil ? .inserted : .updated
     }
 
-    static func isQueued(_ db: Database, scope: DatabaseScope, zone: String, name: String) throws -> Bool {
-        guard scope == .private else { return false }
-        return try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM pending WHERE zone = ? AND recordName = ?)", arguments: [zone, name]) ?? false
-    }
-
     /// Server records looked up after a CONFLICT without `serverRecord`.
     func merge(serverRecords: [JSONValue], zone: String) throws {
-        try self.queue.write { db in
+        try self.database.write { db in
             for record in serverRecords where record["serverErrorCode"] == nil {
                 _ = try self.applyServerRecord(db, scope: .private, zone: zone, record)
             }
@@ -172,8 +165,8 @@ extension LocalStore {
 
     /// The batch in flight, or a new one of at most `limit` queued edits of one zone, saved before it is sent.
     func nextBatch(limit: Int) throws -> OutboxBatch? {
-        try self.queue.write { db in
-            if let row = try Row.fetchOne(db, sql: "SELECT * FROM outbox WHERE id = 1") {
+        try self.database.write { db in
+            if let row = try db.row("SELECT * FROM outbox WHERE id = 1") {
                 let entries = (try JSONValue.parse(Array((row["entries"] as String).utf8)).arrayValue ?? []).compactMap { entry -> (String, Int64)? in
                     guard let name = entry["recordName"]?.stringValue, let seq = entry["seq"]?.int64Value else { return nil }
                     return (name, seq)
@@ -186,16 +179,15 @@ extension LocalStore {
                 DELETE FROM pending WHERE kind = 'delete' AND NOT EXISTS (
                     SELECT 1 FROM records r WHERE r.scope = 'private' AND r.zone = pending.zone AND r.recordName = pending.recordName);
                 """)
-            guard let zone = try String.fetchOne(db, sql: "SELECT zone FROM pending WHERE lastError IS NULL ORDER BY seq LIMIT 1") else { return nil }
-            let rows = try Row.fetchAll(
-                db, sql: "SELECT seq, recordName, kind, changedFields FROM pending WHERE zone = ? AND lastError IS NULL ORDER BY seq LIMIT ?",
-                arguments: [zone, limit])
+            guard let zone = try db.value(String.self, "SELECT zone FROM pending WHERE lastError IS NULL ORDER BY seq LIMIT 1") else { return nil }
+            let rows = try db.rows("SELECT seq, recordName, kind, changedFields FROM pending WHERE zone = ? AND lastError IS NULL ORDER BY seq LIMIT ?",
+                [zone, limit])
             var operations: [JSONValue] = []
             var entries: [(recordName: String, seq: Int64)] = []
             for row in rows {
                 let name: String = row["recordName"]
                 guard let record = try Self.fetchRecord(db, scope: .private, zone: zone, name: name, includingDeleted: true) else {
-                    try db.execute(sql: "DELETE FROM pending WHERE seq = ?", arguments: [row["seq"] as Int64])
+                    try db.run("DELETE FROM pending WHERE seq = ?", [row["seq"] as Int64])
                     continue
                 }
                 var wire: [String: JSONValue] = ["recordName": .string(name), "recordType": .string(record.recordType)]
@@ -219,9 +211,8 @@ extension LocalStore {
                 zone: zone, idempotencyKey: UUID().uuidString.lowercased(),
                 body: Data(JSONWriter.encode(["operations": .array(operations), "zoneID": ["zoneName": .string(zone)], "atomic": false]).utf8),
                 entries: entries)
-            try db.execute(
-                sql: "INSERT INTO outbox (id, zone, idempotencyKey, body, entries) VALUES (1, ?, ?, ?, ?)",
-                arguments: [zone, batch.idempotencyKey, batch.body,
+            try db.run("INSERT INTO outbox (id, zone, idempotencyKey, body, entries) VALUES (1, ?, ?, ?, ?)",
+                [zone, batch.idempotencyKey, batch.body,
                             JSONWriter.encode(.array(entries.map { ["recordName": .string($0.recordName), "seq": .int($0.seq)] }))])
             return batch
         }
@@ -230,11 +221,11 @@ extension LocalStore {
     /// Applies the server's answer to the batch in flight and clears it, in one transaction. An edit made while the
     /// batch was in flight (a newer `seq`) stays queued.
     func applyAnswer(_ answer: JSONValue, to batch: OutboxBatch) throws -> PushOutcome {
-        try self.queue.write { db in
+        try self.database.write { db in
             var outcome = PushOutcome()
             let results = answer["records"]?.arrayValue ?? []
             for (entry, result) in zip(batch.entries, results) {
-                let current = try Int64.fetchOne(db, sql: "SELECT seq FROM pending WHERE zone = ? AND recordName = ?", arguments: [batch.zone, entry.recordName])
+                let current = try db.value(Int64.self, "SELECT seq FROM pending WHERE zone = ? AND recordName = ?", [batch.zone, entry.recordName])
                 let sameEdit = current == entry.seq
                 if let code = result["serverErrorCode"]?.stringValue {
                     switch code {
@@ -251,35 +242,35 @@ extension LocalStore {
                         outcome.dropped += 1
                     default:
                         let error = "\(code): \(result["reason"]?.stringValue ?? "")"
-                        if sameEdit { try db.execute(sql: "UPDATE pending SET lastError = ? WHERE seq = ?", arguments: [error, entry.seq]) }
+                        if sameEdit { try db.run("UPDATE pending SET lastError = ? WHERE seq = ?", [error, entry.seq]) }
                         outcome.refused.append((entry.recordName, error))
                     }
                 } else if result["deleted"]?.boolValue == true {
                     if sameEdit {
-                        try db.execute(sql: "DELETE FROM pending WHERE seq = ?", arguments: [entry.seq])
-                        try db.execute(
-                            sql: "DELETE FROM records WHERE scope = 'private' AND zone = ? AND recordName = ? AND deleted = 1",
-                            arguments: [batch.zone, entry.recordName])
+                        try db.run("DELETE FROM pending WHERE seq = ?", [entry.seq])
+                        try db.run(
+                            "DELETE FROM records WHERE scope = 'private' AND zone = ? AND recordName = ? AND deleted = 1",
+                            [batch.zone, entry.recordName])
                     }
                     outcome.deleted += 1
                 } else {
-                    if sameEdit { try db.execute(sql: "DELETE FROM pending WHERE seq = ?", arguments: [entry.seq]) }
+                    if sameEdit { try db.run("DELETE FROM pending WHERE seq = ?", [entry.seq]) }
                     _ = try self.applyServerRecord(db, scope: .private, zone: batch.zone, result)
                     outcome.saved += 1
                 }
             }
-            try db.execute(sql: "DELETE FROM outbox")
+            try db.run("DELETE FROM outbox")
             return outcome
         }
     }
 
     /// The server refused the whole batch: each edit in it keeps the reason and waits for a new edit.
     func refuseBatch(_ batch: OutboxBatch, error: SyncError) throws {
-        try self.queue.write { db in
+        try self.database.write { db in
             for entry in batch.entries {
-                try db.execute(sql: "UPDATE pending SET lastError = ? WHERE seq = ?", arguments: ["\(error.code): \(error.reason)", entry.seq])
+                try db.run("UPDATE pending SET lastError = ? WHERE seq = ?", ["\(error.code): \(error.reason)", entry.seq])
             }
-            try db.execute(sql: "DELETE FROM outbox")
+            try db.run("DELETE FROM outbox")
         }
     }
 
@@ -293,20 +284,20 @@ extension LocalStore {
     }
 
     func upload(recordName: String, fieldName: String) throws -> UploadState? {
-        try self.queue.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM uploads WHERE recordName = ? AND fieldName = ?", arguments: [recordName, fieldName]).map {
+        try self.database.read { db in
+            try db.row("SELECT * FROM uploads WHERE recordName = ? AND fieldName = ?", [recordName, fieldName]).map {
                 UploadState(checksum: $0["checksum"], size: $0["size"], url: $0["url"], createdAt: $0["createdAt"])
             }
         }
     }
 
     func setUpload(_ state: UploadState?, recordName: String, fieldName: String) throws {
-        try self.queue.write { db in
-            try db.execute(sql: "DELETE FROM uploads WHERE recordName = ? AND fieldName = ?", arguments: [recordName, fieldName])
+        try self.database.write { db in
+            try db.run("DELETE FROM uploads WHERE recordName = ? AND fieldName = ?", [recordName, fieldName])
             if let state {
-                try db.execute(
-                    sql: "INSERT INTO uploads (recordName, fieldName, checksum, size, url, createdAt) VALUES (?, ?, ?, ?, ?, ?)",
-                    arguments: [recordName, fieldName, state.checksum, state.size, state.url, state.createdAt])
+                try db.run(
+                    "INSERT INTO uploads (recordName, fieldName, checksum, size, url, createdAt) VALUES (?, ?, ?, ?, ?, ?)",
+                    [recordName, fieldName, state.checksum, state.size, state.url, state.createdAt])
             }
         }
     }

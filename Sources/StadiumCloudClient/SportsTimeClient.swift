@@ -142,7 +142,7 @@ public final class StadiumCloudClient: Sendable {
     /// The venue's current name; an id this device does not know is refused once canonical data has been synced.
     func requireStadium(_ id: String) throws -> Stadium? {
         if let stadium = try self.stadium(id) { return stadium }
-        if try !self.store.records(ofType: "Stadium", scope: .public).isEmpty {
+        if try self.store.hasRecords(ofType: "Stadium", scope: .public) {
             throw SyncError(code: "BAD_REQUEST", reason: "no venue has the id \(id); `stadiums SEARCH` lists them", status: 0)
         }
         return nil

@@ -68,8 +68,8 @@ struct ClientBenchmark {
 
         // Pull everything on a second device: the phone's visits and the plain-HTTP ones.
         let tablet = try StadiumCloudClient(storePath: "\(folder)/tablet.sqlite", endpoint: endpoint)
+        try await tablet.sync()  // canonical data first (signed out: public only), so the private pull is measured alone
         try await tablet.signIn(accountName: account, password: password)
-        try await tablet.sync()  // canonical data first, so the private pull is measured alone
         var pulled = 0
         let pull = try await Self.time { pulled = try await tablet.sync().fetched }
         var pulledHTTP = 0
