@@ -54,7 +54,10 @@ public final class LocalStore: Sendable, WebAuthTokenKeeper {
         if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
-        // WAL (a pool): one fsync per commit instead of two, and reads never wait for a sync's write.
+        // A pool is WAL with `synchronous = NORMAL` (GRDB's choice): reads never wait for a sync's write, and what
+        // the sync loop writes (pages, tokens, answers), which the server can give again, is not forced to disk
+        // commit by commit. The person's own edits are (`writeDurably`). An app crash loses nothing either way; a
+        // power cut can lose the last sync writes, which the next sync fetches again (docs/CLIENT.md).
         self.database = try DatabasePool(path: path, configuration: configuration)
         self.projections = projections
         var owners = publicOwners
@@ -165,7 +168,7 @@ public final class LocalStore: Sendable, WebAuthTokenKeeper {
     /// Sets (or, with nil, removes) fields of a private record, creating it when new, and queues the change.
     @discardableResult
     public func save(_ recordName: String, type recordType: String, zone: String = defaultZoneName, fields: [String: FieldValue?]) throws -> LocalRecord {
-        try self.database.write { db in
+        try self.writeDurably { db in
             let old = try Self.fetchRecord(db, scope: .private, zone: zone, name: recordName)
             if let old, old.recordType != recordType {
                 throw SyncError(code: ServerErrorCode.badRequest.rawValue, reason: "\(recordName) is a \(old.recordType), not a \(recordType)", status: 0)
@@ -185,7 +188,7 @@ public final class LocalStore: Sendable, WebAuthTokenKeeper {
 
     /// Deletes a private record locally and queues the delete.
     public func delete(_ recordName: String, zone: String = defaultZoneName) throws {
-        try self.database.write { db in
+        try self.writeDurably { db in
             guard let old = try Self.fetchRecord(db, scope: .private, zone: zone, name: recordName) else { return }
             try db.run("UPDATE records SET deleted = 1 WHERE scope = 'private' AND zone = ? AND recordName = ?", [zone, recordName])
             try Self.queueEdit(db, zone: zone, name: recordName, kind: "delete", changed: [])
@@ -199,6 +202,20 @@ public final class LocalStore: Sendable, WebAuthTokenKeeper {
         try db.run("DELETE FROM pending WHERE zone = ? AND recordName = ?", [zone, name])
         try db.run("INSERT INTO pending (zone, recordName, kind, changedFields) VALUES (?, ?, ?, ?)",
             [zone, name, kind, JSONWriter.encode(.array(changed.sorted().map(JSONValue.string)))])
+    }
+
+    /// A write forced to disk before it returns: the person's edits exist nowhere else yet.
+    func writeDurably<T>(_ body: (Database) throws -> T) throws -> T {
+        try self.database.writeWithoutTransaction { db in
+            try db.run("PRAGMA synchronous = FULL")
+            defer { try? db.run("PRAGMA synchronous = NORMAL") }
+            var result: T?
+            try db.inTransaction {
+                result = try body(db)
+                return .commit
+            }
+            return result!
+        }
     }
 
     // MARK: rows

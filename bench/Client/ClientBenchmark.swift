@@ -59,7 +59,14 @@ struct ClientBenchmark {
             JSONValue.object(["operations": .array((0..<200).map { index in
                 ["operationType": "create", "record": [
                     "recordName": .string("raw_\(batch)_\(index)"), "recordType": "StadiumVisit",
-                    "fields": ["notes": ["value": .string("visit \(index)")], "visitDate": ["value": .int(1_600_000_000_000), "type": "TIMESTAMP"]],
+                    // The fields addVisit sets, so both sides ask the server for the same work.
+                    "fields": [
+                        "stadium": ["type": "REFERENCE", "value": ["recordName": .string(stadiums[index % stadiums.count]), "action": "NONE"]],
+                        "visitDate": ["type": "TIMESTAMP", "value": .int(1_600_000_000_000 + Int64(index) * 60_000)],
+                        "visitType": ["type": "STRING", "value": "game"],
+                        "stadiumNameAtVisit": ["type": "STRING", "value": "Some Park"],
+                        "notes": ["type": "STRING", "value": .string("visit \(index)")],
+                    ],
                 ]]
             })])
         }
