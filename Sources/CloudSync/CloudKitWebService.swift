@@ -120,6 +120,16 @@ public struct CloudKitWebService: Sendable {
         return SignIn(userRecordName: user, expiresInSeconds: json["expiresInSeconds"]?.int64Value)
     }
 
+    /// `POST /signout`: ends the session on the server (every token rotated from it), then forgets it here.
+    public func signOut() async throws {
+        if let token = try self.tokens.webAuthToken() {
+            var request = URLRequest(url: try Self.url(self.endpoint.baseURL.absoluteString.trimmingSuffix("/") + "/signout?ckWebAuthToken=" + Self.escape(token)))
+            request.httpMethod = "POST"
+            _ = try await self.send(request, retrying: true)
+        }
+        try self.tokens.setWebAuthToken(nil)
+    }
+
     /// One database operation (`records/modify`, `changes/zone`, …). The private database needs a session.
     public func call(_ scope: DatabaseScope, _ operation: String, _ body: JSONValue, idempotencyKey: String? = nil) async throws -> JSONValue {
         try await self.call(scope, operation, body: Data(JSONWriter.encode(body).utf8), idempotencyKey: idempotencyKey)

@@ -88,8 +88,8 @@ public final class StadiumCloudClient: Sendable {
     /// Uses a web auth token obtained elsewhere (`stadiumcloud accounts create` prints one).
     public func useWebAuthToken(_ token: String) throws { try self.store.setWebAuthToken(token) }
 
-    /// Forgets the session on this device (queued edits stay and are sent after the next sign-in).
-    public func signOut() throws { try self.store.setWebAuthToken(nil) }
+    /// Ends the session on the server and forgets it here; queued edits stay and are sent after the next sign-in.
+    public func signOut() async throws { try await self.engine.service.signOut() }
 
     public var isSignedIn: Bool { (try? self.store.webAuthToken()) != nil }
 

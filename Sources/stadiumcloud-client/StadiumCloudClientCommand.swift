@@ -4,13 +4,19 @@ import CloudSync
 import Foundation
 import StadiumCloudClient
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 @main
 struct ClientCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stadiumcloud-client",
         abstract: "A SportsTime device: sign in, sync, add and list visits, upload and download photos.",
         discussion: "Everything is kept in a local SQLite store (--store); edits work offline and `sync` sends them.",
-        subcommands: [SignIn.self, Sync.self, Status.self, Stadiums.self, Nickname.self, Favorite.self, Visits.self, Photos.self])
+        subcommands: [SignIn.self, SignOut.self, Sync.self, Status.self, Stadiums.self, Nickname.self, Favorite.self, Visits.self, Photos.self])
 }
 
 /// The local store every command opens.
@@ -91,12 +97,27 @@ struct SignIn: AsyncParsableCommand {
             guard let url = URL(string: self.server), url.scheme != nil else { throw ValidationError("\(self.server) is not a URL") }
             var password = ProcessInfo.processInfo.environment["STADIUMCLOUD_PASSWORD"]
             if password == nil {
-                FileHandle.standardError.write(Data("password: ".utf8))
-                password = readLine(strippingNewline: true)
+                if isatty(0) != 0 {
+                    password = getpass("password: ").map { String(cString: $0) }  // no echo on a terminal
+                } else {
+                    password = readLine(strippingNewline: true)
+                }
             }
             let client = try self.options.open(ServerEndpoint(baseURL: url, container: self.container, environment: self.environment, apiToken: apiToken))
             let user = try await client.signIn(accountName: self.account, password: password ?? "")
             print("signed in as \(self.account) (\(user)); store \(self.options.path)")
+        }
+    }
+}
+
+struct SignOut: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "signout", abstract: "End the session (queued edits stay for the next sign-in).")
+    @OptionGroup var options: StoreOptions
+
+    func run() async throws {
+        try await reporting {
+            try await self.options.open().signOut()
+            print("signed out")
         }
     }
 }
