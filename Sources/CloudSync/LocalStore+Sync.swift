@@ -107,7 +107,7 @@ extension LocalStore {
             try db.run("DELETE FROM records WHERE scope = ? AND zone = ? AND recordName = ?", [scope.rawValue, zone, record.recordName])
             try self.project(db, old: record, new: nil)
         }
-        try db.run("UPDATE records SET stale = 0 WHERE scope = ? AND zone = ?", [scope.rawValue, zone])
+        try db.run("UPDATE records SET stale = 0 WHERE scope = ? AND zone = ? AND stale = 1", [scope.rawValue, zone])
         return stale.count
     }
 
@@ -131,7 +131,7 @@ extension LocalStore {
         let pending = scope == .private ? try db.row("SELECT kind, changedFields FROM pending WHERE zone = ? AND recordName = ?", [zone, name]) : nil
         // The device's own write coming back, or a page fetched twice: nothing to do.
         if let old, old.changeTag == tag, pending == nil {
-            try db.run("UPDATE records SET stale = 0 WHERE scope = ? AND zone = ? AND recordName = ?", [scope.rawValue, zone, name])
+            try db.run("UPDATE records SET stale = 0 WHERE scope = ? AND zone = ? AND recordName = ? AND stale = 1", [scope.rawValue, zone, name])
             return .ignored
         }
         let incoming = (json["fields"]?.objectValue ?? [:]).compactMapValues(FieldValue.init(stored:))

@@ -174,7 +174,7 @@ public final class LocalStore: Sendable, WebAuthTokenKeeper {
                 throw SyncError(code: ServerErrorCode.badRequest.rawValue, reason: "\(recordName) is a \(old.recordType), not a \(recordType)", status: 0)
             }
             var record = old ?? LocalRecord(scope: .private, zone: zone, recordName: recordName, recordType: recordType, fields: [:])
-            for (name, value) in fields { record.fields[name] = value ?? nil }
+            for (name, value) in fields { record.fields[name] = value }
             try Self.write(db, record)
             let pending = try db.row("SELECT kind, changedFields FROM pending WHERE zone = ? AND recordName = ?", [zone, recordName])
             var changed = Set(pending.flatMap { Self.names($0["changedFields"]) } ?? [])
