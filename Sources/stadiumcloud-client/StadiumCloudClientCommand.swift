@@ -128,12 +128,14 @@ struct Sync: AsyncParsableCommand {
 
     func run() async throws {
         try await reporting {
-            let report = try await self.options.open().sync { progressLine(describe($0)) }
+            let client = try self.options.open()
+            let report = try await client.sync { progressLine(describe($0)) }
             progressLine(
                 "synced: \(report.fetched) changed and \(report.deleted) removed here, \(report.sent) sent, \(report.merged) merged, \(report.waiting) waiting",
                 done: true)
             if !report.zonesReset.isEmpty { print("refetched after an expired change token: \(report.zonesReset.joined(separator: ", "))") }
             for refused in report.refused { print("refused by the server: \(refused)") }
+            if !client.isSignedIn { print("signed out: only the public database was synced; `signin` to send the queued edits") }
         }
     }
 }

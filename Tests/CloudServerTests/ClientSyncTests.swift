@@ -113,6 +113,46 @@ import Testing
         }
     }
 
+    @Test func aDevicePagingWhileAnotherWritesEndsWithTheServersState() async throws {
+        try await Self.run { server, folder in
+            var small = SyncConfiguration()
+            small.pageSize = 7
+            small.batchSize = 9
+            let phone = try await Self.device(server, folder, "phone", configuration: small)
+            let tablet = try await Self.device(server, folder, "tablet", configuration: small)
+            // The phone writes in rounds (creates, edits, deletes) while the tablet keeps syncing in small pages.
+            let done = Mutex(false)
+            let writer = Task {
+                defer { done.withLock { $0 = true } }
+                var names: [String] = []
+                for round in 0..<6 {
+                    for index in 0..<10 { names.append(try phone.addVisit(stadiumID: "stadium_mlb_fenway_park", date: Int64(round * 100 + index)).recordName) }
+                    for name in names.shuffled().prefix(4) { try phone.setNotes("round \(round)", forVisit: name) }
+                    for name in names.suffix(2) where round.isMultiple(of: 2) { try phone.deleteVisit(name) }
+                    names.removeAll { try! phone.store.record($0, scope: .private) == nil }
+                    try await phone.sync()
+                }
+            }
+            var syncs = 0
+            while !done.withLock({ $0 }) && syncs < 500 {
+                try await tablet.sync()
+                syncs += 1
+            }
+            try await writer.value
+            try await phone.sync()
+            try await tablet.sync()
+            let onServer = try await Self.serverVisits(server)
+            let serverState = Dictionary(uniqueKeysWithValues: onServer.map { ($0["recordName"]!.stringValue!, $0["fields"]?["notes"]?["value"]?.stringValue) })
+            for device in [phone, tablet] {
+                let local = try device.visits()
+                #expect(Dictionary(uniqueKeysWithValues: local.map { ($0.recordName, $0.notes) }) == serverState)
+                #expect(local.allSatisfy { $0.isSynced })
+            }
+            #expect(serverState.count == 54, "60 created, 6 deleted")
+            #expect(syncs > 1, "the tablet synced while the phone wrote")
+        }
+    }
+
     @Test func anEditMadeWhileItsBatchIsInFlightIsSentNext() async throws {
         try await Self.run { server, folder in
             let network = FlakyTransport()
