@@ -7,7 +7,7 @@ let package = Package(
     products: [
         .executable(name: "stadiumcloud", targets: ["stadiumcloud"]),
         .executable(name: "stadiumcloud-client", targets: ["stadiumcloud-client"]),
-        .library(name: "StadiumCloudClient", targets: ["StadiumCloudClient"]),
+        .library(name: "StadiumCloudClient", targets: ["StadiumCloudClient", "CloudSync"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),

@@ -190,10 +190,3 @@ public actor SyncEngine {
         }
     }
 }
-
-extension SyncEngine {
-    /// Sends queued edits without fetching first (tests use it to make a push meet a conflict).
-    public func sendChangesForTesting(into report: inout SyncReport) async throws {
-        try await self.sendChanges(into: &report) { _ in }
-    }
-}
