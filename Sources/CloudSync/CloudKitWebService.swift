@@ -120,14 +120,14 @@ public struct CloudKitWebService: Sendable {
         return SignIn(userRecordName: user, expiresInSeconds: json["expiresInSeconds"]?.int64Value)
     }
 
-    /// `POST /signout`: ends the session on the server (every token rotated from it), then forgets it here.
+    /// `POST /signout`: ends the session on the server (every token rotated from it). The device forgets it
+    /// even when the server cannot be told (the error is still thrown); the session then lapses when idle.
     public func signOut() async throws {
-        if let token = try self.tokens.webAuthToken() {
-            var request = URLRequest(url: try Self.url(self.endpoint.baseURL.absoluteString.trimmingSuffix("/") + "/signout?ckWebAuthToken=" + Self.escape(token)))
-            request.httpMethod = "POST"
-            _ = try await self.send(request, retrying: true)
-        }
+        guard let token = try self.tokens.webAuthToken() else { return }
         try self.tokens.setWebAuthToken(nil)
+        var request = URLRequest(url: try Self.url(self.endpoint.baseURL.absoluteString.trimmingSuffix("/") + "/signout?ckWebAuthToken=" + Self.escape(token)))
+        request.httpMethod = "POST"
+        _ = try await self.send(request, retrying: true)
     }
 
     /// One database operation (`records/modify`, `changes/zone`, …). The private database needs a session.
