@@ -47,19 +47,29 @@ public struct ChangeToken: Sendable, Hashable {
     public var zoneID: Int64
     /// Every change with a larger sequence number is after this token.
     public var seq: Int64
+    /// The purge horizon (`purged_seq`) when the token was issued. Tombstones up to it were already gone, and the
+    /// answer that carried the token did not need them.
+    public var horizon: Int64
 
-    public init(kind: Kind, databaseID: Int64, zoneID: Int64 = 0, seq: Int64) {
+    public init(kind: Kind, databaseID: Int64, zoneID: Int64 = 0, seq: Int64, horizon: Int64 = 0) {
         self.kind = kind
         self.databaseID = databaseID
         self.zoneID = zoneID
         self.seq = seq
+        self.horizon = horizon
     }
 
-    private static let version: UInt8 = 1
+    /// Whether a purge since the token was issued may have removed tombstones its holder has not seen: the
+    /// horizon has moved past both the token's position and the horizon it was issued under. A token issued
+    /// after the purge (say, mid-way through a first fetch from nothing) stays good even below the horizon.
+    public func isExpired(purgedSeq: Int64) -> Bool { self.seq < purgedSeq && self.horizon < purgedSeq }
+
+    /// Version 1 tokens (before the horizon) are still read, with horizon 0: they expire as they always did.
+    private static let version: UInt8 = 2
 
     public func encode(with signer: TokenSigner) -> String {
         var payload: [UInt8] = [Self.version, self.kind.rawValue]
-        for number in [self.databaseID, self.zoneID, self.seq] { payload += number.bigEndianBytes }
+        for number in [self.databaseID, self.zoneID, self.seq, self.horizon] { payload += number.bigEndianBytes }
         return signer.sign(payload)
     }
 
@@ -70,7 +80,7 @@ public struct ChangeToken: Sendable, Hashable {
 
     /// Decodes and verifies a client's token; anything malformed, altered or of the wrong kind is BAD_REQUEST.
     public static func decode(_ text: String, kind: Kind, with signer: TokenSigner) throws -> ChangeToken {
-        guard let payload = signer.verify(text), payload.count == 26, payload[0] == Self.version,
+        guard let payload = signer.verify(text), (payload.count == 26 && payload[0] == 1) || (payload.count == 34 && payload[0] == Self.version),
             let parsedKind = Kind(rawValue: payload[1])
         else { throw Self.notValidHere }
         guard parsedKind == kind else {
@@ -80,7 +90,8 @@ public struct ChangeToken: Sendable, Hashable {
         }
         return ChangeToken(
             kind: kind, databaseID: Int64(bigEndianBytes: payload[2..<10]),
-            zoneID: Int64(bigEndianBytes: payload[10..<18]), seq: Int64(bigEndianBytes: payload[18..<26]))
+            zoneID: Int64(bigEndianBytes: payload[10..<18]), seq: Int64(bigEndianBytes: payload[18..<26]),
+            horizon: payload.count == 34 ? Int64(bigEndianBytes: payload[26..<34]) : 0)
     }
 }
 

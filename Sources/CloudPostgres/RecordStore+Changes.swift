@@ -67,13 +67,13 @@ extension RecordStore {
             guard let zone else { throw CloudError(.zoneNotFound, "zone \(zoneName) does not exist") }
             if let token {
                 if token.zoneID != zone.id { try await self.rejectForeignZoneToken(token, zoneName: zoneName, in: database, on: connection, logger: logger) }
-                if token.seq < zone.purged { throw CloudError.changeTokenExpired }
+                if token.isExpired(purgedSeq: zone.purged) { throw CloudError.changeTokenExpired }
             }
             let moreComing = records.count > limit
             if moreComing { records.removeLast() }
             // The last page ends at the head: the token advances even when this zone had no changes.
             let position = moreComing ? records.last!.changeSeq : max(zone.head, token?.seq ?? 0)
-            let next = ChangeToken(kind: .zone, databaseID: database.id, zoneID: zone.id, seq: position)
+            let next = ChangeToken(kind: .zone, databaseID: database.id, zoneID: zone.id, seq: position, horizon: zone.purged)
             return ZoneChanges(records: records, syncToken: next.encode(with: self.signer), moreComing: moreComing)
         }
     }
@@ -99,12 +99,12 @@ extension RecordStore {
     /// Zones created, changed or deleted after a database token (`changes/database`).
     public func databaseChanges(since syncToken: String?, limit: Int?, in database: DatabaseRef, logger: Logger) async throws -> DatabaseChanges {
         let limit = try self.resultsLimit(limit)
-        var since: Int64?
+        var token: ChangeToken?
         if let syncToken, !syncToken.isEmpty {
-            let token = try ChangeToken.decode(syncToken, kind: .database, with: self.signer)
-            guard token.databaseID == database.id else { throw ChangeToken.notValidHere }
-            since = token.seq
+            token = try ChangeToken.decode(syncToken, kind: .database, with: self.signer)
+            guard token?.databaseID == database.id else { throw ChangeToken.notValidHere }
         }
+        let since = token?.seq
         return try await self.client.reading { connection in
             let rows = try await connection.query(
                 """
@@ -123,13 +123,13 @@ extension RecordStore {
                 purged = dbPurged
                 if let name, let seq, let deleted { zones.append((ZoneChange(zoneName: name, deleted: deleted), seq)) }
             }
-            if let since, since < purged { throw CloudError.changeTokenExpired }
+            if let token, token.isExpired(purgedSeq: purged) { throw CloudError.changeTokenExpired }
             // Every zone event has its own sequence number, so a page can end after any zone.
             let moreComing = zones.count > limit
             if moreComing { zones.removeLast() }
             let position = moreComing ? zones.last!.1 : max(head, since ?? 0)
-            let token = ChangeToken(kind: .database, databaseID: database.id, seq: position)
-            return DatabaseChanges(zones: zones.map(\.0), syncToken: token.encode(with: self.signer), moreComing: moreComing)
+            let next = ChangeToken(kind: .database, databaseID: database.id, seq: position, horizon: purged)
+            return DatabaseChanges(zones: zones.map(\.0), syncToken: next.encode(with: self.signer), moreComing: moreComing)
         }
     }
 

@@ -264,6 +264,16 @@ extension LocalStore {
         }
     }
 
+    /// Drops the batch in flight (the server wrote nothing of it); its edits stay queued for smaller batches.
+    func discardBatch() throws {
+        try self.database.write { db in try db.run("DELETE FROM outbox") }
+    }
+
+    /// Queues the edits the server refused again, for one more try (after a server-side fix, say).
+    public func retryRefusedEdits() throws {
+        try self.writeDurably { db in try db.run("UPDATE pending SET lastError = NULL WHERE lastError IS NOT NULL") }
+    }
+
     /// The server refused the whole batch: each edit in it keeps the reason and waits for a new edit.
     func refuseBatch(_ batch: OutboxBatch, error: SyncError) throws {
         try self.database.write { db in

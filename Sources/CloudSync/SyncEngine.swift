@@ -164,17 +164,25 @@ public actor SyncEngine {
     /// Sends queued edits, one batch at a time. A batch is saved before it is sent and resent byte for byte with
     /// the same `Idempotency-Key` until it is answered, so a lost answer never applies it twice.
     func sendChanges(into report: inout SyncReport, _ progress: @Sendable (SyncProgress) -> Void) async throws {
+        var limit = self.configuration.batchSize
         for _ in 0..<self.configuration.maxBatches {
-            guard let batch = try self.store.nextBatch(limit: self.configuration.batchSize) else { return }
+            guard let batch = try self.store.nextBatch(limit: limit) else { return }
             let answer: JSONValue
             do {
                 answer = try await self.service.call(.private, "records/modify", body: batch.body, idempotencyKey: batch.idempotencyKey)
             } catch let error as SyncError where error.status == 400 || error.status == 413 {
-                // The server will never take this batch as it is; its edits wait for the person to change them.
-                try self.store.refuseBatch(batch, error: error)
-                report.refused += batch.entries.map { "\($0.recordName): \(error.code): \(error.reason)" }
+                // The server refuses a whole request for one malformed record (nothing was written). Halve the
+                // batch until that edit is alone, so the others still go; alone, it waits for the person to change it.
+                if batch.entries.count > 1 {
+                    try self.store.discardBatch()
+                    limit = max(1, batch.entries.count / 2)
+                } else {
+                    try self.store.refuseBatch(batch, error: error)
+                    report.refused.append("\(batch.entries[0].recordName): \(error.code): \(error.reason)")
+                }
                 continue
             }
+            limit = min(self.configuration.batchSize, limit * 2)
             let outcome = try self.store.applyAnswer(answer, to: batch)
             if !outcome.needLookup.isEmpty {
                 let found = try await self.service.call(.private, "records/lookup", [

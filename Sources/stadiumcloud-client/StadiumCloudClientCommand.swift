@@ -125,10 +125,12 @@ struct SignOut: AsyncParsableCommand {
 struct Sync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Fetch canonical and private changes, then send queued edits.")
     @OptionGroup var options: StoreOptions
+    @Flag(help: "Send the edits the server refused once more (see status).") var retryRefused = false
 
     func run() async throws {
         try await reporting {
             let client = try self.options.open()
+            if self.retryRefused { try client.store.retryRefusedEdits() }
             let report = try await client.sync { progressLine(describe($0)) }
             progressLine(
                 "synced: \(report.fetched) changed and \(report.deleted) removed here, \(report.sent) sent, \(report.merged) merged, \(report.waiting) waiting",

@@ -62,8 +62,23 @@ import Testing
     let signer = TokenSigner(key: Array(repeating: UInt8(7), count: 32))
 
     @Test func roundTrips() throws {
-        let token = ChangeToken(kind: .zone, databaseID: 12, zoneID: 34, seq: 56_789)
+        let token = ChangeToken(kind: .zone, databaseID: 12, zoneID: 34, seq: 56_789, horizon: 60_000)
         #expect(try ChangeToken.decode(token.encode(with: self.signer), kind: .zone, with: self.signer) == token)
+    }
+
+    @Test func versionOneTokensAreStillReadWithNoHorizon() throws {
+        let payload: [UInt8] = [1, 1] + [Int64(12), 34, 56_789].flatMap { withUnsafeBytes(of: $0.bigEndian, Array.init) }
+        let token = try ChangeToken.decode(self.signer.sign(payload), kind: .zone, with: self.signer)
+        #expect(token == ChangeToken(kind: .zone, databaseID: 12, zoneID: 34, seq: 56_789, horizon: 0))
+    }
+
+    @Test func aTokenExpiresOnlyWhenAPurgeAfterItPassedIt() {
+        let issuedBeforePurge = ChangeToken(kind: .zone, databaseID: 1, zoneID: 1, seq: 50, horizon: 0)
+        let issuedAfterPurge = ChangeToken(kind: .zone, databaseID: 1, zoneID: 1, seq: 50, horizon: 100)
+        #expect(issuedBeforePurge.isExpired(purgedSeq: 100))
+        #expect(!issuedBeforePurge.isExpired(purgedSeq: 50), "nothing above the token was purged")
+        #expect(!issuedAfterPurge.isExpired(purgedSeq: 100), "a first fetch from nothing, paging past the horizon")
+        #expect(issuedAfterPurge.isExpired(purgedSeq: 120), "a later purge passed it")
     }
 
     @Test func alteredOrForeignTokensAreRejected() throws {

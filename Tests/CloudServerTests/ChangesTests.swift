@@ -95,6 +95,44 @@ import Testing
         }
     }
 
+    /// Regression: a device fetching a zone from nothing got page tokens below the purge horizon and was told they
+    /// had expired, page after page, so it could never finish its first sync of a zone that had a purged deletion.
+    @Test func aFirstFetchPagingPastAPurgeNeverExpires() async throws {
+        try await TestServer.run { server in
+            try await server.modify((0..<6).map { Op.create("r\($0)") })
+            let before = try await Self.pull(server)
+            try await server.modify([Op.typed("forceDelete", "r5")])
+            try await server.call("zones/modify", ["operations": [
+                ["operationType": "create", "zone": ["zoneID": ["zoneName": "A"]]], ["operationType": "create", "zone": ["zoneID": ["zoneName": "B"]]],
+            ]], as: server.alice)
+            let databaseBefore = try #require(try await server.call("changes/database", [:], as: server.alice).json["syncToken"]?.stringValue)
+            try await server.call("zones/modify", ["operations": [["operationType": "delete", "zone": ["zoneID": ["zoneName": "B"]]]]], as: server.alice)
+            let purged = try await server.dependencies.records.purgeTombstones(olderThanMs: Timestamp.now + 1_000, logger: TestDatabase.logger)
+            #expect(purged.records == 1 && purged.zones == 1)
+
+            // Two records a page from nothing: every page token is below the horizon, and none may expire.
+            let fresh = try await Self.pull(server, limit: 2)
+            #expect(fresh.records.compactMap { $0["recordName"]?.stringValue }.sorted() == ["r0", "r1", "r2", "r3", "r4"])
+            // The zone list, one zone a page from nothing.
+            var token: String?
+            var zones: [String] = []
+            while true {
+                var body: [String: JSONValue] = ["resultsLimit": 1]
+                if let token { body["syncToken"] = .string(token) }
+                let reply = try await server.call("changes/database", .object(body), as: server.alice)
+                #expect(reply.status == 200)
+                guard reply.status == 200 else { break }
+                zones += (reply.json["zones"]?.arrayValue ?? []).compactMap { $0["zoneID"]?["zoneName"]?.stringValue }
+                token = reply.json["syncToken"]?.stringValue
+                if reply.json["moreComing"] != true { break }
+            }
+            #expect(zones.sorted() == ["A", "_defaultZone"])
+            // Tokens issued before the purge still expire: their holders may have had r5 and B.
+            #expect(try await server.call("records/changes", ["syncToken": .string(before.token)], as: server.alice).status == 410)
+            #expect(try await server.call("changes/database", ["syncToken": .string(databaseBefore)], as: server.alice).status == 410)
+        }
+    }
+
     @Test func anotherOwnersZoneFailsItsEntryOnlyLikeAMissingZone() async throws {
         try await TestServer.run { server in
             let reply = try await server.call("changes/zone", ["zones": [

@@ -195,6 +195,74 @@ import Testing
         }
     }
 
+    @Test func aConflictFromAServerWithoutServerRecordIsLookedUpAndMerged() async throws {
+        try await Self.run { server, folder in
+            let network = FlakyTransport()
+            network.state.withLock { $0.stripServerRecords = true }
+            let phone = try await Self.device(server, folder, "phone")
+            let tablet = try await Self.device(server, folder, "tablet", transport: network)
+            let visit = try phone.addVisit(stadiumID: "stadium_nba_chase_center", date: 1_700_000_000_000)
+            try await phone.sync()
+            try await tablet.sync()
+            try phone.setNotes("from the phone", forVisit: visit.recordName)
+            try tablet.store.save(visit.recordName, type: "StadiumVisit", fields: ["seatRow": FieldValue(type: .string, value: "K")])
+            try await phone.sync()
+            var report = SyncReport()
+            try await tablet.engine.sendChanges(into: &report) { _ in }
+            #expect(report.merged == 1 && report.sent == 1)
+            #expect(network.sent("records/lookup").count == 1)
+            try await phone.sync()
+            for device in [phone, tablet] {
+                let record = try #require(try device.store.record(visit.recordName, scope: .private))
+                #expect(record.fields["notes"]?.value == "from the phone")
+                #expect(record.fields["seatRow"]?.value == "K")
+            }
+        }
+    }
+
+    @Test func oneMalformedEditDoesNotHoldBackTheOthers() async throws {
+        try await Self.run { server, folder in
+            let phone = try await Self.device(server, folder, "phone")
+            var names: [String] = []
+            for day in 0..<9 { names.append(try phone.addVisit(stadiumID: "stadium_mlb_fenway_park", date: Int64(day) * 86_400_000).recordName) }
+            // A field the schema does not have: the server refuses the whole request that carries it.
+            try phone.store.save(names[4], type: "StadiumVisit", fields: ["mood": FieldValue(type: .string, value: "great")])
+            let report = try await phone.sync()
+            #expect(report.sent == 8)
+            #expect(report.refused.count == 1 && report.refused[0].hasPrefix(names[4] + ": BAD_REQUEST"))
+            #expect(try await Self.serverVisits(server).count == 8)
+            #expect(try phone.store.pendingCounts() == (waiting: 0, refused: 1))
+            // Fixed by the person (the field removed), it goes.
+            try phone.store.save(names[4], type: "StadiumVisit", fields: ["mood": nil])
+            #expect(try await phone.sync().sent == 1)
+            #expect(try await Self.serverVisits(server).count == 9)
+        }
+    }
+
+    @Test func aPublicZoneResetKeepsTheNicknameAndDropsWhatTheServerPurged() async throws {
+        try await Self.run { server, folder in
+            let dataset = try CanonicalImportTests.dataset.get()
+            _ = try await CanonicalImportTests.importer(server).run(dataset, container: "iCloud.com.sportstime.test", environment: "development", dryRun: false)
+            let phone = try await Self.device(server, folder, "phone")
+            try await phone.sync()
+            let oracle = "stadium_mlb_oracle_park"
+            try phone.setNickname("The Yard", for: oracle)
+            try await phone.sync()
+            // An operator hard-deletes a public record (canonical imports never do), and its tombstone is purged.
+            let alias = try #require(try phone.store.records(ofType: "StadiumAlias", scope: .public).first)
+            let deleted = try await server.modify([Op.typed("forceDelete", alias.recordName)], database: "public", signed: true)
+            #expect(deleted.records.first?["deleted"] == true)
+            _ = try await server.dependencies.records.purgeTombstones(olderThanMs: Timestamp.now + 1_000, logger: TestDatabase.logger)
+            let venues = try phone.stadiums().count
+
+            let report = try await phone.sync()
+            #expect(report.zonesReset == [defaultZoneName])
+            #expect(try phone.store.record(alias.recordName, scope: .public) == nil)
+            #expect(try phone.stadiums().count == venues)
+            #expect(try phone.stadium(oracle)?.userNickname == "The Yard")
+        }
+    }
+
     @Test func aRenamedVenueShowsItsNewNameWhileTheNicknameStays() async throws {
         try await Self.run { server, folder in
             let importer = CanonicalImportTests.importer(server)

@@ -1,3 +1,4 @@
+import CloudCore
 import CloudSync
 import Foundation
 import Synchronization
@@ -25,6 +26,8 @@ final class FlakyTransport: HTTPTransport {
         /// Path fragment → after how many more such requests the network goes off.
         var cutAfter: [String: Int] = [:]
         var sent: [Sent] = []
+        /// Answers of records/modify lose their `serverRecord`s, as a plain CloudKit server answers.
+        var stripServerRecords = false
         /// Called before a request whose path contains the key goes out (once per request).
         var before: [String: @Sendable () throws -> Void] = [:]
     }
@@ -55,6 +58,12 @@ final class FlakyTransport: HTTPTransport {
                 bodyBytes: request.httpBody?.count ?? 0, status: answer.1.statusCode, lost: lost))
         }
         if lost { throw URLError(.networkConnectionLost) }
+        if path.hasSuffix("records/modify"), self.state.withLock({ $0.stripServerRecords }), var json = try? JSONValue.parse(Array(answer.0)),
+            let records = json["records"]?.arrayValue
+        {
+            json = ["records": .array(records.map { record in .object((record.objectValue ?? [:]).filter { $0.key != "serverRecord" }) })]
+            return (Data(JSONWriter.encode(json).utf8), answer.1)
+        }
         return answer
     }
 
