@@ -141,6 +141,19 @@ public final class LocalStore: Sendable, WebAuthTokenKeeper {
         }
     }
 
+    /// Live records of a type whose REFERENCE field `field` points at `recordName`.
+    public func records(ofType recordType: String, scope: DatabaseScope, referencing recordName: String, in field: String) throws -> [LocalRecord] {
+        try self.database.read { db in
+            try db.rows(
+                """
+                SELECT * FROM records WHERE scope = ? AND recordType = ? AND deleted = 0
+                AND json_extract(fields, '$.' || ? || '.value.recordName') = ? ORDER BY recordName
+                """,
+                [scope.rawValue, recordType, field, recordName]
+            ).map(Self.record(from:))
+        }
+    }
+
     public func hasRecords(ofType recordType: String, scope: DatabaseScope) throws -> Bool {
         try self.database.read { db in
             try db.value(Bool.self, "SELECT EXISTS (SELECT 1 FROM records WHERE scope = ? AND recordType = ? AND deleted = 0)", [scope.rawValue, recordType]) ?? false

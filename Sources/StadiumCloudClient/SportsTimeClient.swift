@@ -114,6 +114,16 @@ public final class StadiumCloudClient: Sendable {
         try self.store.record(id, scope: .public).flatMap { $0.recordType == "Stadium" ? Self.stadium(from: $0) : nil }
     }
 
+    /// The venue's name on a day (ms since 1970): the alias valid then, else its current name.
+    public func stadiumName(_ id: String, on date: Int64) throws -> String? {
+        for alias in try self.store.records(ofType: "StadiumAlias", scope: .public, referencing: id, in: "stadium") {
+            let from = alias.fields["validFrom"]?.value.int64Value ?? .min
+            let until = alias.fields["validUntil"]?.value.int64Value ?? .max
+            if from <= date, date < until, alias.fields["deprecatedAt"] == nil, let name = alias.fields["name"]?.value.stringValue { return name }
+        }
+        return try self.stadium(id)?.name
+    }
+
     static func stadium(from record: LocalRecord) -> Stadium {
         Stadium(
             id: record.recordName, name: record.fields["name"]?.value.stringValue ?? record.recordName,
@@ -162,7 +172,9 @@ public final class StadiumCloudClient: Sendable {
             "visitDate": FieldValue(type: .timestamp, value: .int(date)),
             "visitType": FieldValue(type: .string, value: .string(type)),
         ]
-        if let name = stadium?.name { fields["stadiumNameAtVisit"] = FieldValue(type: .string, value: .string(name)) }
+        if stadium != nil, let name = try self.stadiumName(stadiumID, on: date) {
+            fields["stadiumNameAtVisit"] = FieldValue(type: .string, value: .string(name))
+        }
         if let notes { fields["notes"] = FieldValue(type: .string, value: .string(notes)) }
         let record = try self.store.save("visit_" + UUID().uuidString.lowercased(), type: "StadiumVisit", fields: fields)
         return Self.visit(from: record, synced: false)

@@ -274,6 +274,10 @@ import Testing
             #expect(first.fetched == (try dataset.records().count))
             try await tablet.sync()
 
+            // A visit keeps the venue's name of its day, from the canonical aliases.
+            let visit = try phone.addVisit(stadiumID: "stadium_mlb_oracle_park", date: 1_117_584_000_000)  // 2005-06-01
+            #expect(visit.stadiumNameAtVisit == "SBC Park")
+
             // The phone names the venue, the tablet marks it a favourite, before either syncs: one preference
             // record (named after the venue) ends up with both.
             let oracle = "stadium_mlb_oracle_park"
