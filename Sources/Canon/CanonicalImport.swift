@@ -93,7 +93,7 @@ public struct CanonicalImportPlan: Sendable {
     /// An alias for a name the source dropped: valid until the import that saw the rename.
     static func alias(for record: RecordDraft, oldName: String, until now: Int64) -> RecordDraft {
         let isStadium = record.recordType == "Stadium"
-        let digest = SHA256.hash(data: Array((record.recordName + "|" + oldName).utf8)).prefix(6).map { String(format: "%02x", $0) }.joined()
+        let digest = SHA256.hash(data: Array((record.recordName + "|" + oldName).utf8)).prefix(6).hexString
         let id = (isStadium ? "stadium_alias_" : "team_alias_") + record.recordName.split(separator: "_", maxSplits: 1).last! + "_renamed_" + digest
         var fields: [String: FieldValue] = [
             "canonicalId": .string(id), "uuid": .string(CanonicalID.uuid(for: id).uuidString),

@@ -102,7 +102,7 @@ public final class FileAssetStore: AssetStore {
         let length = try await self.uploadedLength(of: upload)
         guard length > 0 else { throw CloudError.badRequest("upload \(upload) has no bytes") }
         let digest = Array(try await self.hashState(upload, length: length).finalize())
-        let checksum = digest.map { String(format: "%02x", $0) }.joined()
+        let checksum = digest.hexString
         if let expectedChecksum, !Self.matches(expectedChecksum, digest: digest, hex: checksum) {
             try await self.discard(upload: upload)
             throw CloudError.badRequest("checksum mismatch: the uploaded bytes have SHA-256 \(checksum), not \(expectedChecksum); upload them again")

@@ -134,3 +134,8 @@ extension Int64 {
         self = bytes.reduce(0) { ($0 << 8) | Int64($1) }
     }
 }
+
+extension Sequence<UInt8> {
+    /// Lowercase hex, two digits a byte: how SHA-256 checksums, token hashes and derived names are written.
+    public var hexString: String { self.map { String(format: "%02x", $0) }.joined() }
+}

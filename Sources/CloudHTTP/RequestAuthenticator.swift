@@ -83,7 +83,7 @@ struct RequestAuthenticator: Sendable {
 
     /// A short, non-secret name for a token in rate-limit keys.
     static func fingerprint(_ token: String) -> String {
-        SHA256.hash(data: Array(token.utf8)).prefix(12).map { String(format: "%02x", $0) }.joined()
+        SHA256.hash(data: Array(token.utf8)).prefix(12).hexString
     }
 
     // MARK: Server-to-server

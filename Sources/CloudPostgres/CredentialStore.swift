@@ -62,7 +62,7 @@ public final class CredentialStore: Sendable {
         return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
     }
 
-    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+    static func hex(_ bytes: [UInt8]) -> String { bytes.hexString }
 
     /// Web auth tokens look like CloudKit's (`<n>__<n>__<base64>`), which some clients sniff for; the random part
     /// carries 256 bits.

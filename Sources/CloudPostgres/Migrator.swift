@@ -16,7 +16,7 @@ public struct Migration: Sendable, Equatable {
         self.version = version
         self.name = name
         self.sql = sql
-        self.checksum = SHA256.hash(data: Array(sql.utf8)).map { String(format: "%02x", $0) }.joined()
+        self.checksum = SHA256.hash(data: Array(sql.utf8)).hexString
     }
 
     /// The file's statements as one: PostgresNIO speaks the extended protocol, which runs one statement per

@@ -62,7 +62,7 @@ extension RecordStore {
 
     /// An expression index for equality and range filters on one field of one record type.
     static func indexStatement(recordType: String, field: String) -> PostgresQuery {
-        let digest = SHA256.hash(data: Array("\(recordType).\(field)".utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
+        let digest = SHA256.hash(data: Array("\(recordType).\(field)".utf8)).prefix(8).hexString
         func literal(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
         return PostgresQuery(unsafeSQL: """
             CREATE INDEX IF NOT EXISTS records_field_\(digest) ON records (zone_id, (fields -> \(literal(field)) -> 'value'))

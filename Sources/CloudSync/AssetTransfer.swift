@@ -132,7 +132,7 @@ extension SyncEngine {
             progress(TransferProgress(bytes: offset, total: size))
         }
         try handle.synchronize()
-        guard FileDigest.hex(hash.finalize()) == checksum.lowercased() else {
+        guard hash.finalize().hexString == checksum.lowercased() else {
             try? FileManager.default.removeItem(at: part)
             throw SyncError(code: "BAD_CHECKSUM", reason: "the downloaded bytes do not match the asset's SHA-256; download again", status: 0)
         }
@@ -192,8 +192,6 @@ enum FileDigest {
             hash.update(data: data)
             size += Int64(data.count)
         }
-        return (Self.hex(hash.finalize()), size)
+        return (hash.finalize().hexString, size)
     }
-
-    static func hex(_ digest: SHA256.Digest) -> String { digest.map { String(format: "%02x", $0) }.joined() }
 }

@@ -216,7 +216,7 @@ public final class StadiumCloudClient: Sendable {
         // Named after the visit and the file, so a rerun after an interruption finds its unfinished upload.
         let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
         let identity = "\(visitName)|\(file.standardizedFileURL.path)|\((attributes[.size] as? NSNumber)?.int64Value ?? 0)"
-        let name = "photo_" + SHA256.hash(data: Data(identity.utf8)).prefix(12).map { String(format: "%02x", $0) }.joined()
+        let name = "photo_" + SHA256.hash(data: Data(identity.utf8)).prefix(12).hexString
         let asset = try await self.engine.uploadAsset(file: file, recordType: "VisitPhoto", recordName: name, fieldName: "photo", progress: progress)
         var fields: [String: FieldValue?] = ["visit": Self.reference(visitName, action: .deleteSelf), "photo": asset]
         if let caption { fields["caption"] = FieldValue(type: .string, value: .string(caption)) }
