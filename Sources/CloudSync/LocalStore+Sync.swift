@@ -167,11 +167,11 @@ extension LocalStore {
     func nextBatch(limit: Int) throws -> OutboxBatch? {
         try self.database.write { db in
             if let row = try db.row("SELECT * FROM outbox WHERE id = 1") {
-                let entries = (try JSONValue.parse(Array((row["entries"] as String).utf8)).arrayValue ?? []).compactMap { entry -> (String, Int64)? in
+                let entries = (try JSONValue.parse(Array((row["entries"] as String).utf8)).arrayValue ?? []).compactMap { entry -> (recordName: String, seq: Int64)? in
                     guard let name = entry["recordName"]?.stringValue, let seq = entry["seq"]?.int64Value else { return nil }
                     return (name, seq)
                 }
-                return OutboxBatch(zone: row["zone"], idempotencyKey: row["idempotencyKey"], body: row["body"], entries: entries.map { (recordName: $0.0, seq: $0.1) })
+                return OutboxBatch(zone: row["zone"], idempotencyKey: row["idempotencyKey"], body: row["body"], entries: entries)
             }
             // A record deleted before the server ever had it needs no request.
             try db.execute(sql: """
