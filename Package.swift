@@ -25,10 +25,10 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
-        /// Domain: records, field values, zones, change tokens, errors. Foundation + Crypto only.
+        /// Domain: records, field values, zones, change pages, change tokens, errors. Foundation, Crypto and swift-log only.
         .target(
             name: "CloudCore",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [.product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log")]
         ),
         /// Every line of SQL: migrations, record store, change log, accounts, credentials (scrypt, P-256 keys).
         .target(
@@ -74,7 +74,6 @@ let package = Package(
             dependencies: [
                 "CloudCore",
                 "CloudPostgres",
-                "CloudHTTP",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -1,5 +1,4 @@
 import CloudCore
-import CloudHTTP
 import CloudPostgres
 import Logging
 import Synchronization

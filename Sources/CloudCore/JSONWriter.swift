@@ -12,10 +12,33 @@ public struct JSONWriter: Sendable {
     /// A writer holding JSON written before (a stored answer).
     public init(bytes: [UInt8]) { self.bytes = bytes }
 
-    public mutating func beginObject() { self.separate(); self.bytes.append(UInt8(ascii: "{")); self.needsComma.append(false) }
-    public mutating func endObject() { self.needsComma.removeLast(); self.bytes.append(UInt8(ascii: "}")) }
-    public mutating func beginArray() { self.separate(); self.bytes.append(UInt8(ascii: "[")); self.needsComma.append(false) }
-    public mutating func endArray() { self.needsComma.removeLast(); self.bytes.append(UInt8(ascii: "]")) }
+    /// Writes `{`, lets `members` write keys and values, writes `}`: an object cannot be left open.
+    public mutating func object(_ members: (inout JSONWriter) throws -> Void) rethrows {
+        try Self.object(in: &self, at: \.self, members)
+    }
+
+    /// Writes `[`, lets `items` write values, writes `]`.
+    public mutating func array(_ items: (inout JSONWriter) throws -> Void) rethrows {
+        try Self.array(in: &self, at: \.self, items)
+    }
+
+    /// `object(_:)` for a type that holds a writer (the HTTP layer's response writer), whose own helpers then
+    /// work inside the object.
+    public static func object<Host>(in host: inout Host, at writer: WritableKeyPath<Host, JSONWriter>, _ members: (inout Host) throws -> Void) rethrows {
+        host[keyPath: writer].open(UInt8(ascii: "{"))
+        try members(&host)
+        host[keyPath: writer].close(UInt8(ascii: "}"))
+    }
+
+    /// `array(_:)` for a type that holds a writer.
+    public static func array<Host>(in host: inout Host, at writer: WritableKeyPath<Host, JSONWriter>, _ items: (inout Host) throws -> Void) rethrows {
+        host[keyPath: writer].open(UInt8(ascii: "["))
+        try items(&host)
+        host[keyPath: writer].close(UInt8(ascii: "]"))
+    }
+
+    private mutating func open(_ bracket: UInt8) { self.separate(); self.bytes.append(bracket); self.needsComma.append(false) }
+    private mutating func close(_ bracket: UInt8) { self.needsComma.removeLast(); self.bytes.append(bracket) }
 
     /// Writes `"key":`; the value written next belongs to it.
     public mutating func key(_ key: String) {
@@ -55,16 +78,16 @@ public struct JSONWriter: Sendable {
             if self.numbersAsStrings { self.appendQuoted(text) } else { self.bytes.append(contentsOf: text.utf8) }
         case .string(let text): self.string(text)
         case .array(let items):
-            self.beginArray()
-            for item in items { self.value(item) }
-            self.endArray()
-        case .object(let object):
-            self.beginObject()
-            for key in object.keys.sorted() {
-                self.key(key)
-                self.value(object[key]!)
+            self.array { writer in
+                for item in items { writer.value(item) }
             }
-            self.endObject()
+        case .object(let object):
+            self.object { writer in
+                for key in object.keys.sorted() {
+                    writer.key(key)
+                    writer.value(object[key]!)
+                }
+            }
         }
     }
 

@@ -46,18 +46,18 @@ public struct Record: Sendable, Hashable {
 
     public static func encode(_ fields: [String: FieldValue]) -> String {
         var writer = JSONWriter(capacity: 64 * fields.count + 2)
-        writer.beginObject()
-        for name in fields.keys.sorted() {
-            let field = fields[name]!
-            writer.key(name)
-            writer.beginObject()
-            writer.key("type")
-            writer.string(field.type.rawValue)
-            writer.key("value")
-            writer.value(field.value)
-            writer.endObject()
+        writer.object { writer in
+            for name in fields.keys.sorted() {
+                let field = fields[name]!
+                writer.key(name)
+                writer.object { writer in
+                    writer.key("type")
+                    writer.string(field.type.rawValue)
+                    writer.key("value")
+                    writer.value(field.value)
+                }
+            }
         }
-        writer.endObject()
         return String(decoding: writer.bytes, as: UTF8.self)
     }
 }

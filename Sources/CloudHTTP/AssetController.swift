@@ -10,12 +10,14 @@ import Logging
 /// table: everything they allow is inside them, under the server's HMAC key.
 struct AssetCapabilities: Sendable {
     let signer: TokenSigner
+    /// Whose time lifetimes are measured in.
+    let clock: ServerClock
 
     enum Kind: UInt8 { case upload = 5, receipt = 6, download = 7 }
 
     /// A capability of `kind` valid for `seconds` from now.
     func sign(_ kind: Kind, owner: String, validFor seconds: Int, size: Int64 = 0, subject: String) -> String {
-        let expires = Timestamp.now + Int64(seconds) * 1000
+        let expires = self.clock.now + Int64(seconds) * 1000
         return self.signer.sign([kind.rawValue] + Array(owner.utf8) + [0] + withUnsafeBytes(of: expires.bigEndian, Array.init)
             + withUnsafeBytes(of: size.bigEndian, Array.init) + Array(subject.utf8))
     }
@@ -56,14 +58,13 @@ struct AssetController: Sendable {
         router.get("assets/download/:owner/:checksum/:file") { request, context in try await self.download(request, context) }
     }
 
-
     /// The upload a signed URL allows, or ACCESS_DENIED.
     func uploadGrant(_ request: Request, _ context: BasicRequestContext) throws -> (upload: String, owner: String, databaseID: Int64) {
         let upload = try context.parameters.require("upload")
         guard let capability = request.uri.queryParameters["c"].map(String.init),
             let grant = self.capabilities.verify(.upload, capability), grant.subject == upload
         else { throw CloudError.accessDenied("this upload URL is not valid") }
-        guard grant.expires > Timestamp.now else { throw CloudError.accessDenied("this upload URL has expired; ask assets/upload for a new one") }
+        guard grant.expires > self.capabilities.clock.now else { throw CloudError.accessDenied("this upload URL has expired; ask assets/upload for a new one") }
         guard let databaseID = databaseID(ofAssetOwner: grant.owner) else { throw CloudError.accessDenied("this upload URL is not valid") }
         return (upload, grant.owner, databaseID)
     }
@@ -137,7 +138,7 @@ struct AssetController: Sendable {
         guard let signature = request.uri.queryParameters["s"].map(String.init),
             let grant = self.capabilities.verify(.download, signature), grant.owner == owner, grant.subject == checksum
         else { throw CloudError.accessDenied("this download URL is not valid") }
-        guard grant.expires > Timestamp.now else { throw CloudError.accessDenied("this download URL has expired; fetch the record again") }
+        guard grant.expires > self.capabilities.clock.now else { throw CloudError.accessDenied("this download URL has expired; fetch the record again") }
         guard let size = try await self.store.size(owner: owner, checksum: checksum) else { throw CloudError.notFound("no such asset") }
         let etag = "\"\(checksum)\""
         var headers: HTTPFields = [.eTag: etag, .cacheControl: "private, max-age=31536000, immutable", .acceptRanges: "bytes", .contentType: "application/octet-stream"]

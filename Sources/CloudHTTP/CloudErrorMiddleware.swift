@@ -40,13 +40,13 @@ struct CloudErrorMiddleware<Context: RequestContext>: RouterMiddleware {
 
     static func response(for error: CloudError, requestID: String) -> Response {
         var json = JSONWriter(capacity: 256)
-        json.beginObject()
-        json.key("uuid"); json.string(requestID)
-        json.key("serverErrorCode"); json.string(error.code.rawValue)
-        json.key("reason"); json.string(error.reason)
-        if let retryAfter = error.retryAfter { json.key("retryAfter"); json.int(Int64(retryAfter)) }
-        if let redirectURL = error.redirectURL { json.key("redirectURL"); json.string(redirectURL) }
-        json.endObject()
+        json.object { json in
+            json.key("uuid"); json.string(requestID)
+            json.key("serverErrorCode"); json.string(error.code.rawValue)
+            json.key("reason"); json.string(error.reason)
+            if let retryAfter = error.retryAfter { json.key("retryAfter"); json.int(Int64(retryAfter)) }
+            if let redirectURL = error.redirectURL { json.key("redirectURL"); json.string(redirectURL) }
+        }
         var headers: HTTPFields = [.contentType: "application/json; charset=UTF-8"]
         if let retryAfter = error.retryAfter { headers[.retryAfter] = String(retryAfter) }
         return Response(

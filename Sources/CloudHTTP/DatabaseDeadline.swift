@@ -4,15 +4,17 @@ import Synchronization
 /// Runs `body`, or gives up with TRY_AGAIN_LATER after `limit`. While PostgreSQL is away a query waits for a
 /// connection without end (PostgresNIO's pool has no lease timeout), and a query caught by a database crash has
 /// been seen never to finish; the answer must wait for neither. On timeout `body` is cancelled and left to end
-/// on its own; a write it was making either committed before or rolls back.
-func withDatabaseDeadline<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+/// on its own; a write it was making either committed before or rolls back. The wait is `clock`'s, so tests
+/// decide when the deadline passes.
+func withDatabaseDeadline<T: Sendable>(
+    _ limit: Duration, clock: ServerClock = .system, _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
     let race = DeadlineRace<T>()
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { continuation in
             race.continuation.withLock { $0 = continuation }
             let timer = Task {
-                try? await Task.sleep(for: limit)
-                guard !Task.isCancelled else { return }
+                do { try await clock.sleep(for: limit) } catch { return }  // cancelled: the work answered first
                 race.work.withLock { $0?.cancel() }
                 race.finish(.failure(CloudError(
                     .tryAgainLater, "the database did not answer within \(limit.components.seconds) s; retry shortly", retryAfter: 2)))

@@ -1,4 +1,4 @@
-import CloudPostgres
+import CloudCore
 
 /// Settings of a running server (flags over environment over these defaults; see `stadiumcloud serve --help`).
 public struct ServerConfiguration: Sendable {
@@ -35,6 +35,8 @@ public struct ServerConfiguration: Sendable {
     public var uploadURLLifetimeSeconds = 15 * 60
     public var receiptLifetimeSeconds = 24 * 3600
     public var downloadURLLifetimeSeconds = 3600
+    /// The time the server goes by (URL and token lifetimes, change stamps, deadlines); tests move their own.
+    public var clock = ServerClock.system
 
     public init() {}
 }
@@ -51,7 +53,7 @@ public struct AuthConfiguration: Sendable {
     /// URL prefixes the sign-in page may hand a token to (`sportstime://signin`); others are refused, so a
     /// crafted link cannot send someone's token to a stranger.
     public var signInCallbackPrefixes: [String] = []
-    /// scrypt cost (log2 N) for new password hashes.
+    /// scrypt cost (log2 N) for new password hashes (tests lower it: a hash at 15 takes about 100 ms).
     public var passwordHashLog2Rounds = 15
 
     public init() {}

@@ -1,5 +1,4 @@
 import CloudCore
-import CloudPostgres
 import Hummingbird
 
 /// Writes CloudKit Web Services response dictionaries.
@@ -11,62 +10,91 @@ struct WireWriter {
     /// Makes the signed download URL of an asset (by checksum); asset fields are answered as ASSETID with it.
     var downloadURL: (@Sendable (String) -> String)?
 
+    /// Writes `{`, lets `members` write, writes `}`; `members` can use every helper of this writer.
+    mutating func object(_ members: (inout WireWriter) throws -> Void) rethrows {
+        try JSONWriter.object(in: &self, at: \.json, members)
+    }
+
+    /// Writes `[`, lets `items` write, writes `]`.
+    mutating func array(_ items: (inout WireWriter) throws -> Void) rethrows {
+        try JSONWriter.array(in: &self, at: \.json, items)
+    }
+
+    /// `"key": [items]`, the shape of every list a CloudKit answer holds.
+    mutating func list(_ key: String, _ items: (inout WireWriter) throws -> Void) rethrows {
+        self.json.key(key)
+        try self.array(items)
+    }
+
     /// `{"zoneName", "ownerRecordName", "zoneType"}`.
     mutating func zoneID(_ zoneName: String, owner: String) {
-        self.json.beginObject()
-        self.json.key("zoneName"); self.json.string(zoneName)
-        self.json.key("ownerRecordName"); self.json.string(owner)
-        self.json.key("zoneType"); self.json.string(zoneName == defaultZoneName ? "DEFAULT_ZONE" : "REGULAR_CUSTOM_ZONE")
-        self.json.endObject()
+        self.json.object { json in
+            json.key("zoneName"); json.string(zoneName)
+            json.key("ownerRecordName"); json.string(owner)
+            json.key("zoneType"); json.string(zoneName == defaultZoneName ? "DEFAULT_ZONE" : "REGULAR_CUSTOM_ZONE")
+        }
     }
 
     mutating func stamp(_ stamp: ChangeStamp) {
-        self.json.beginObject()
-        self.json.key("timestamp"); self.json.int(stamp.timestamp)
-        self.json.key("userRecordName"); self.json.string(stamp.userRecordName)
-        self.json.key("deviceID"); self.json.string(stamp.deviceID)
-        self.json.endObject()
+        self.json.object { json in
+            json.key("timestamp"); json.int(stamp.timestamp)
+            json.key("userRecordName"); json.string(stamp.userRecordName)
+            json.key("deviceID"); json.string(stamp.deviceID)
+        }
     }
 
     /// A record dictionary, or a tombstone `{recordName, recordType, deleted: true}`.
     mutating func record(_ record: RecordSnapshot, zoneName: String, owner: String) {
-        self.json.beginObject()
-        self.json.key("recordName"); self.json.string(record.recordName)
-        self.json.key("recordType"); self.json.string(record.recordType)
-        if record.deleted {
-            self.json.key("deleted"); self.json.bool(true)
-        } else {
-            self.json.key("recordChangeTag"); self.json.string(record.changeTag)
-            self.json.key("fields")
-            let hasAssets = self.downloadURL != nil && Self.mentionsAsset(record.fieldsJSON)
-            if self.numbersAsStrings || hasAssets, var fields = try? JSONValue.parse(Array(record.fieldsJSON.utf8)) {
-                if self.numbersAsStrings { fields = Self.stringifyingNumbers(fields) }
-                if hasAssets, let downloadURL = self.downloadURL { fields = Self.addingDownloadURLs(fields, downloadURL) }
-                self.json.value(fields)
+        self.object { writer in
+            writer.json.key("recordName"); writer.json.string(record.recordName)
+            writer.json.key("recordType"); writer.json.string(record.recordType)
+            if record.deleted {
+                writer.json.key("deleted"); writer.json.bool(true)
             } else {
-                self.json.raw(record.fieldsJSON)
+                writer.json.key("recordChangeTag"); writer.json.string(record.changeTag)
+                writer.json.key("fields"); writer.fields(record.fieldsJSON)
+                writer.json.key("created"); writer.stamp(record.created)
+                writer.json.key("modified"); writer.stamp(record.modified)
+                writer.json.key("deleted"); writer.json.bool(false)
+                writer.json.key("pluginFields"); writer.json.object { _ in }
             }
-            self.json.key("created"); self.stamp(record.created)
-            self.json.key("modified"); self.stamp(record.modified)
-            self.json.key("deleted"); self.json.bool(false)
-            self.json.key("pluginFields"); self.json.beginObject(); self.json.endObject()
+            writer.json.key("zoneID"); writer.zoneID(zoneName, owner: owner)
         }
-        self.json.key("zoneID"); self.zoneID(zoneName, owner: owner)
-        self.json.endObject()
+    }
+
+    /// Stored field JSON, spliced in as it is unless numbers become strings or assets get their download URLs.
+    private mutating func fields(_ stored: String) {
+        let hasAssets = self.downloadURL != nil && Self.mentionsAsset(stored)
+        if self.numbersAsStrings || hasAssets, var fields = try? JSONValue.parse(Array(stored.utf8)) {
+            if self.numbersAsStrings { fields = Self.stringifyingNumbers(fields) }
+            if hasAssets, let downloadURL = self.downloadURL { fields = Self.addingDownloadURLs(fields, downloadURL) }
+            self.json.value(fields)
+        } else {
+            self.json.raw(stored)
+        }
+    }
+
+    /// `{"recordName": name, "deleted": true}` or the zone form: what a deletion answers.
+    mutating func deleted(_ key: String, name: String, owner: String? = nil) {
+        self.object { writer in
+            writer.json.key(key)
+            if let owner { writer.zoneID(name, owner: owner) } else { writer.json.string(name) }
+            writer.json.key("deleted"); writer.json.bool(true)
+        }
     }
 
     /// A per-item error dictionary; `serverRecord` is our CONFLICT/EXISTS extension.
     mutating func itemError(_ error: CloudError, key: String, name: String, serverRecord: RecordSnapshot? = nil, zone: (String, String)? = nil) {
-        self.json.beginObject()
-        self.json.key(key)
-        if key == "zoneID", let zone { self.zoneID(zone.0, owner: zone.1) } else { self.json.string(name) }
-        self.json.key("serverErrorCode"); self.json.string(error.code.rawValue)
-        self.json.key("reason"); self.json.string(error.reason)
-        if let retryAfter = error.retryAfter { self.json.key("retryAfter"); self.json.int(Int64(retryAfter)) }
-        if let serverRecord, let zone {
-            self.json.key("serverRecord"); self.record(serverRecord, zoneName: zone.0, owner: zone.1)
+        self.object { writer in
+            writer.json.key(key)
+            if key == "zoneID", let zone { writer.zoneID(zone.0, owner: zone.1) } else { writer.json.string(name) }
+            writer.json.key("serverErrorCode"); writer.json.string(error.code.rawValue)
+            writer.json.key("reason"); writer.json.string(error.reason)
+            if let retryAfter = error.retryAfter { writer.json.key("retryAfter"); writer.json.int(Int64(retryAfter)) }
+            if let serverRecord, let zone {
+                writer.json.key("serverRecord"); writer.record(serverRecord, zoneName: zone.0, owner: zone.1)
+            }
         }
-        self.json.endObject()
     }
 
     /// Whether stored field JSON has an ASSETID value: a byte scan on every record answered, so it must be cheap

@@ -32,6 +32,8 @@ public final class CredentialStore: Sendable {
     private let cache = Mutex<[Data: (value: CachedCredential, expires: ContinuousClock.Instant)]>([:])
     let cacheLifetime: Duration
     let hasher: PasswordHasher
+    /// The time sessions, grace periods and revocations are measured in.
+    let clock: ServerClock
     /// scrypt is CPU- and memory-heavy: one queue runs every hash, so sign-in storms queue up instead of
     /// taking every core (and the event loops) away from sync traffic.
     private static let hashingQueue = DispatchQueue(label: "stadiumcloud.password-hashing")
@@ -49,9 +51,12 @@ public final class CredentialStore: Sendable {
         var retiredMs: Int64?
     }
 
-    public init(client: PostgresClient, hasher: PasswordHasher = PasswordHasher(), cacheLifetime: Duration = .seconds(10)) {
+    public init(
+        client: PostgresClient, hasher: PasswordHasher = PasswordHasher(), clock: ServerClock = .system, cacheLifetime: Duration = .seconds(10)
+    ) {
         self.client = client
         self.hasher = hasher
+        self.clock = clock
         self.cacheLifetime = cacheLifetime
     }
 
@@ -75,7 +80,7 @@ public final class CredentialStore: Sendable {
         try FieldName.validate(name, path: "account", what: "account name")
         let passwordHash = try await password.asyncMap { try await self.hashPassword($0) }
         let userRecordName = "_" + Self.hex(Self.randomBytes(16))
-        let now = Timestamp.now
+        let now = self.clock.now
         return try await self.client.transaction(logger: logger) { connection in
             let rows = try await connection.query(
                 """
@@ -86,7 +91,7 @@ public final class CredentialStore: Sendable {
             for try await value in rows.decode(Int64.self) { id = value }
             guard let id else { throw CloudError(.exists, "an account named \(name) already exists") }
             let account = Account(id: id, name: name, userRecordName: userRecordName)
-            return (account, try await Self.startSession(for: account, idleMs: idleMs, on: connection, logger: logger))
+            return (account, try await self.startSession(for: account, idleMs: idleMs, on: connection, logger: logger))
         }
     }
 
@@ -111,7 +116,7 @@ public final class CredentialStore: Sendable {
         let matches = await Self.onHashingQueue { PasswordHasher.verify(password, against: stored) }
         guard let account = found?.account, found?.hash != nil, matches else { return nil }
         let token = try await self.client.transaction(logger: logger) { connection in
-            try await Self.startSession(for: account, idleMs: idleMs, on: connection, logger: logger)
+            try await self.startSession(for: account, idleMs: idleMs, on: connection, logger: logger)
         }
         return (account, token)
     }
@@ -139,9 +144,9 @@ public final class CredentialStore: Sendable {
 
     // MARK: Web auth sessions
 
-    private static func startSession(for account: Account, idleMs: Int64, on connection: PostgresConnection, logger: Logger) async throws -> String {
+    private func startSession(for account: Account, idleMs: Int64, on connection: PostgresConnection, logger: Logger) async throws -> String {
         let token = Self.newWebAuthToken()
-        let now = Timestamp.now
+        let now = self.clock.now
         try await connection.query(
             """
             INSERT INTO credentials (token_hash, kind, account_id, session_id, idle_ms, expires_ms, created_ms)
@@ -154,7 +159,7 @@ public final class CredentialStore: Sendable {
     /// was first used means two parties hold the session: the whole session ends (docs/AUTH.md).
     public func grant(forWebAuthToken token: String, graceMs: Int64, logger: Logger) async throws -> WebAuthGrant? {
         guard case .webAuth(let row) = try await self.resolve(token, logger: logger) else { return nil }
-        let now = Timestamp.now
+        let now = self.clock.now
         guard row.expiresMs > now else { return nil }
         if let retired = row.retiredMs, now > retired + graceMs {
             logger.warning("a retired web auth token was used again: ending its session", metadata: ["account": "\(row.grant.account.name)"])
@@ -168,7 +173,7 @@ public final class CredentialStore: Sendable {
     /// for the grace period only; a token whose successor never arrives (a lost response) stays valid.
     public func rotate(_ grant: WebAuthGrant, logger: Logger) async throws -> String {
         let token = Self.newWebAuthToken()
-        let now = Timestamp.now
+        let now = self.clock.now
         _ = try await translatingDatabaseErrors {
             try await self.client.query(
                 """
@@ -192,7 +197,7 @@ public final class CredentialStore: Sendable {
     private func endSession(_ sessionID: Int64, logger: Logger) async throws {
         _ = try await translatingDatabaseErrors {
             try await self.client.query(
-                "UPDATE credentials SET revoked_ms = \(Timestamp.now) WHERE session_id = \(sessionID) AND revoked_ms IS NULL", logger: logger)
+                "UPDATE credentials SET revoked_ms = \(self.clock.now) WHERE session_id = \(sessionID) AND revoked_ms IS NULL", logger: logger)
         }
         self.cache.withLock { $0.removeAll() }
     }
@@ -204,7 +209,7 @@ public final class CredentialStore: Sendable {
         let token = Self.hex(Self.randomBytes(32))
         _ = try await translatingDatabaseErrors {
             try await self.client.query(
-                "INSERT INTO credentials (token_hash, kind, label, created_ms) VALUES (\(Self.hash(token)), 'api', \(label), \(Timestamp.now))",
+                "INSERT INTO credentials (token_hash, kind, label, created_ms) VALUES (\(Self.hash(token)), 'api', \(label), \(self.clock.now))",
                 logger: logger)
         }
         return token
@@ -214,7 +219,7 @@ public final class CredentialStore: Sendable {
     public func revoke(token: String, logger: Logger) async throws -> Bool {
         let found = try await self.touchesRow(
             """
-            UPDATE credentials SET revoked_ms = \(Timestamp.now) WHERE revoked_ms IS NULL
+            UPDATE credentials SET revoked_ms = \(self.clock.now) WHERE revoked_ms IS NULL
             AND (token_hash = \(Self.hash(token)) OR session_id = (SELECT session_id FROM credentials WHERE token_hash = \(Self.hash(token))))
             RETURNING 1
             """, logger: logger)
@@ -282,7 +287,7 @@ public final class CredentialStore: Sendable {
         let keyID = Self.hex(Self.randomBytes(32))
         _ = try await translatingDatabaseErrors {
             try await self.client.query(
-                "INSERT INTO server_keys (key_id, public_key, label, created_ms) VALUES (\(keyID), \(Data(key.x963Representation)), \(label), \(Timestamp.now))",
+                "INSERT INTO server_keys (key_id, public_key, label, created_ms) VALUES (\(keyID), \(Data(key.x963Representation)), \(label), \(self.clock.now))",
                 logger: logger)
         }
         return keyID
@@ -304,7 +309,7 @@ public final class CredentialStore: Sendable {
 
     public func revokeServerKey(id keyID: String, logger: Logger) async throws -> Bool {
         let found = try await self.touchesRow(
-            "UPDATE server_keys SET revoked_ms = \(Timestamp.now) WHERE key_id = \(keyID) AND revoked_ms IS NULL RETURNING 1", logger: logger)
+            "UPDATE server_keys SET revoked_ms = \(self.clock.now) WHERE key_id = \(keyID) AND revoked_ms IS NULL RETURNING 1", logger: logger)
         self.cache.withLock { $0.removeAll() }
         return found
     }
@@ -324,7 +329,7 @@ public final class CredentialStore: Sendable {
     public func acceptSignatureOnce(_ signature: [UInt8], logger: Logger) async throws -> Bool {
         try await self.touchesRow(
             """
-            INSERT INTO seen_signatures (signature_hash, seen_ms) VALUES (\(Data(SHA256.hash(data: signature))), \(Timestamp.now))
+            INSERT INTO seen_signatures (signature_hash, seen_ms) VALUES (\(Data(SHA256.hash(data: signature))), \(self.clock.now))
             ON CONFLICT DO NOTHING RETURNING 1
             """, logger: logger)
     }
@@ -341,7 +346,7 @@ public final class CredentialStore: Sendable {
     /// tokens expired or revoked more than a day ago, and tokens retired more than an hour ago (every answered
     /// request leaves one; keeping them an hour is how long a reused copy still ends its session).
     public func purgeExpired(signatureWindowMs: Int64, logger: Logger) async throws {
-        let now = Timestamp.now
+        let now = self.clock.now
         try await translatingDatabaseErrors {
             try await self.client.query("DELETE FROM seen_signatures WHERE seen_ms < \(now - 2 * signatureWindowMs)", logger: logger)
             try await self.client.query(

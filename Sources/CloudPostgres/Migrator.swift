@@ -130,6 +130,17 @@ public struct Migrator: Sendable {
         return appliedNow
     }
 
+    /// What must hold before serving: with `apply` pending migrations are applied; without, any pending one
+    /// stops the start with the list and what to run.
+    public func prepareForServing(apply: Bool) async throws {
+        if apply {
+            try await self.migrate()
+        } else if case let pending = try await self.pending(), !pending.isEmpty {
+            let names = pending.map { "\($0.version)_\($0.name)" }.joined(separator: ", ")
+            throw ConfigurationError("\(pending.count) pending migration(s) (\(names)): run `stadiumcloud migrate up` or pass --migrate")
+        }
+    }
+
     static func check(_ statuses: [MigrationStatus]) throws {
         if let modified = statuses.first(where: { $0.state == .modified }) {
             throw ConfigurationError(

@@ -14,7 +14,7 @@ extension RecordStore {
             try await publish()
             try await connection.query(
                 """
-                INSERT INTO assets (database_id, checksum, size, stored_ms) VALUES (\(databaseID), \(checksum), \(size), \(Timestamp.now))
+                INSERT INTO assets (database_id, checksum, size, stored_ms) VALUES (\(databaseID), \(checksum), \(size), \(self.clock.now))
                 ON CONFLICT (database_id, checksum) DO UPDATE SET stored_ms = EXCLUDED.stored_ms
                 """, logger: logger)
         }

@@ -2,27 +2,6 @@ import CloudCore
 import Logging
 import PostgresNIO
 
-/// One page of a zone's changes.
-public struct ZoneChanges: Sendable {
-    /// Changed records (whole) and tombstones (`deleted`), in change order.
-    public var records: [RecordSnapshot]
-    public var syncToken: String
-    public var moreComing: Bool
-}
-
-/// One zone as `changes/database` reports it.
-public struct ZoneChange: Sendable {
-    public var zoneName: String
-    public var deleted: Bool
-}
-
-/// One page of a database's zone changes.
-public struct DatabaseChanges: Sendable {
-    public var zones: [ZoneChange]
-    public var syncToken: String
-    public var moreComing: Bool
-}
-
 extension RecordStore {
     /// The changes in a zone after `syncToken` (everything, without tombstones, when it is nil).
     ///

@@ -2,15 +2,6 @@ import CloudCore
 import Logging
 import PostgresNIO
 
-/// One page of query results.
-public struct QueryPage: Sendable {
-    public var records: [RecordSnapshot]
-    /// The zone of each record (a zone-wide query spans zones).
-    public var zoneNames: [String]
-    /// Where the next page starts, when there is one.
-    public var nextOffset: Int64?
-}
-
 extension RecordStore {
     /// Runs `records/query` in one zone (or every zone of the database when `zoneName` is nil).
     public func query(

@@ -55,7 +55,7 @@ extension RecordStore {
             }
             let definition = String(decoding: try JSONEncoder().encode(schema), as: UTF8.self)
             try await connection.query(
-                "INSERT INTO schema_versions (definition, deployed_ms) VALUES (\(definition)::jsonb, \(Timestamp.now))", logger: logger)
+                "INSERT INTO schema_versions (definition, deployed_ms) VALUES (\(definition)::jsonb, \(self.clock.now))", logger: logger)
             return changes
         }
     }

@@ -2,31 +2,6 @@ import CloudCore
 import Logging
 import PostgresNIO
 
-/// A live zone with its current change token.
-public struct ZoneInfo: Sendable {
-    public var zoneName: String
-    public var syncToken: String
-}
-
-/// One `zones/modify` operation.
-public enum ZoneOperation: Sendable {
-    case create(String)
-    case delete(String)
-
-    var zoneName: String {
-        switch self {
-        case .create(let name), .delete(let name): name
-        }
-    }
-}
-
-/// The outcome of one zone operation.
-public enum ZoneOutcome: Sendable {
-    case created(ZoneInfo)
-    case deleted(String)
-    case failed(String, CloudError)
-}
-
 extension RecordStore {
     /// Every live zone of the database with its current token.
     public func listZones(in database: DatabaseRef, logger: Logger) async throws -> [ZoneInfo] {
@@ -64,7 +39,7 @@ extension RecordStore {
         for operation in operations { try FieldName.validate(operation.zoneName, path: "zones/modify", what: "zone name") }
         return try await self.client.transaction(logger: logger) { connection in
             var head = try await Self.lockChangeSequence(of: database, on: connection, logger: logger)
-            let now = Timestamp.now
+            let now = self.clock.now
             var outcomes: [ZoneOutcome] = []
             for operation in operations {
                 let name = operation.zoneName

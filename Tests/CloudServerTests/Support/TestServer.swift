@@ -37,12 +37,12 @@ struct TestServer: Sendable {
         _ setup: TestingSetup = .router, configure: (inout ServerConfiguration) -> Void = { _ in },
         logger: Logger = TestDatabase.logger, _ body: @Sendable (TestServer) async throws -> Void
     ) async throws {
-        try await withTestStore { dependencies in
-            var configuration = ServerConfiguration()
-            configuration.port = 0
-            configuration.purgeInterval = .seconds(86_400)
-            configuration.containers = ["iCloud.com.sportstime.test"]
-            configure(&configuration)
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.purgeInterval = .seconds(86_400)
+        configuration.containers = ["iCloud.com.sportstime.test"]
+        configure(&configuration)
+        try await withTestStore(configuration) { [configuration] dependencies in
             let credentials = dependencies.credentials
             let apiToken = try await credentials.createAPIToken(label: "test", logger: logger)
             let serverKey = P256.Signing.PrivateKey()
@@ -126,16 +126,21 @@ struct TestServer: Sendable {
     }
 }
 
-/// Runs `body` with server dependencies on a fresh database.
-func withTestStore(_ body: (ServerDependencies) async throws -> Void) async throws {
+/// Runs `body` with server dependencies on a fresh database, built as `serve` builds them (assets in a
+/// temporary folder, cheap password hashes).
+func withTestStore(_ configuration: ServerConfiguration = ServerConfiguration(), _ body: (ServerDependencies) async throws -> Void) async throws {
     let url = try await TestDatabase.shared.makeDatabase()
-    try await withPostgresClient(url, logger: TestDatabase.logger) { client in
-        let assetsRoot = NSTemporaryDirectory() + "stadiumcloud-test-assets-" + UUID().uuidString
-        defer { try? FileManager.default.removeItem(atPath: assetsRoot) }
-        let assets = try FileAssetStore(root: assetsRoot)
-        let dependencies = try await ServerDependencies(
-            client: client, migrations: try Migration.load(from: TestDatabase.migrationsPath), assets: assets,
-            passwordHashLog2Rounds: 10, logger: TestDatabase.logger)
+    var configuration = configuration
+    configuration.assetsPath = NSTemporaryDirectory() + "stadiumcloud-test-assets-" + UUID().uuidString
+    configuration.auth.passwordHashLog2Rounds = 10
+    defer { try? FileManager.default.removeItem(atPath: configuration.assetsPath) }
+    try await withPostgresClient(url, logger: TestDatabase.logger) { [configuration] client in
+        let stores = Stores(
+            client: client, clock: configuration.clock, passwordHashLog2Rounds: configuration.auth.passwordHashLog2Rounds,
+            limits: configuration.limits)
+        let dependencies = try await ServerDependencies.live(
+            stores: stores, configuration: configuration, migrations: try Migration.load(from: TestDatabase.migrationsPath),
+            logger: TestDatabase.logger)
         try await body(dependencies)
     }
 }

@@ -1,0 +1,93 @@
+import CloudCore
+import Foundation
+
+/// `assets/upload` and `assets/rereference`; the bytes themselves go through `AssetController` (docs/ASSETS.md).
+extension DatabaseController {
+    /// `assets/upload`: an upload URL per token.
+    @Sendable func requestUploads(_ call: DatabaseCall) async throws -> WireWriter {
+        guard let tokens = try call.body.objects("tokens"), !tokens.isEmpty else { throw CloudError.badRequest("tokens is required") }
+        guard tokens.count <= self.records.limits.maxOperations else {
+            throw CloudError.badRequest("at most \(self.records.limits.maxOperations) tokens per request")
+        }
+        let owner = assetOwner(call.database)
+        let lifetime = self.configuration.uploadURLLifetimeSeconds
+        var writer = WireWriter()
+        try writer.object { writer in
+            try writer.list("tokens") { writer in
+                for token in tokens {
+                    guard let fieldName = try token.string("fieldName") else { throw CloudError.badRequest("\(token.name("fieldName")) is required") }
+                    let upload = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+                    let signature = self.capabilities.sign(.upload, owner: owner, validFor: lifetime, subject: upload)
+                    try writer.json.object { json in
+                        json.key("recordName"); json.string(try token.string("recordName") ?? UUID().uuidString)
+                        json.key("fieldName"); json.string(fieldName)
+                        json.key("url"); json.string("\(call.baseURL)/assets/upload/\(upload)?c=\(signature)")
+                    }
+                }
+            }
+        }
+        return writer
+    }
+
+    /// `assets/rereference`: fresh receipts for assets records already hold, to put them in other records.
+    @Sendable func rereference(_ call: DatabaseCall) async throws -> WireWriter {
+        guard let entries = try call.body.objects("assets"), !entries.isEmpty else { throw CloudError.badRequest("assets is required") }
+        let wanted = try entries.map { entry -> (String, String) in
+            guard let name = try entry.string("recordName"), let field = try entry.string("fieldName") else {
+                throw CloudError.badRequest("\(entry.path) needs recordName and fieldName")
+            }
+            return (name, field)
+        }
+        let zone = try self.zone(call.body, in: call)
+        let found = try await self.records.lookup(
+            wanted.map(\.0), zoneName: zone, desiredKeys: Array(Set(wanted.map(\.1))), in: call.database, logger: call.logger)
+        let owner = assetOwner(call.database)
+        let lifetime = self.configuration.receiptLifetimeSeconds
+        var writer = WireWriter()
+        try writer.object { writer in
+            try writer.list("assets") { writer in
+                for ((name, field), record) in zip(wanted, found) {
+                    guard let record, let stored = try JSONValue.parse(Array(record.fieldsJSON.utf8))[field].flatMap(FieldValue.init(stored:)),
+                        stored.type == .asset, let checksum = stored.value["fileChecksum"]?.stringValue, let size = stored.value["size"]?.int64Value
+                    else {
+                        writer.itemError(.notFound("record \(name) has no asset in \(field)"), key: "recordName", name: name)
+                        continue
+                    }
+                    writer.json.value([
+                        "recordName": .string(name), "fieldName": .string(field), "fileChecksum": .string(checksum), "size": .int(size),
+                        "receipt": .string(self.capabilities.sign(.receipt, owner: owner, validFor: lifetime, size: size, subject: checksum)),
+                    ])
+                }
+            }
+        }
+        return writer
+    }
+
+    /// A receipt sent with an asset must be this database's, unexpired and of that size; the store then checks,
+    /// under the write lock, that the database has the asset (docs/ASSETS.md).
+    func checkReceipts(in operations: [RecordOperation], database: DatabaseRef) throws {
+        let owner = assetOwner(database)
+        func assets(in value: JSONValue) -> [[String: JSONValue]] {
+            switch value {
+            case .object(let object) where object["fileChecksum"] != nil: [object]
+            case .object(let object): object.values.flatMap(assets)
+            case .array(let items): items.flatMap(assets)
+            default: []
+            }
+        }
+        for operation in operations {
+            for asset in operation.fields.map({ assets(in: .object($0)) }) ?? [] {
+                guard let receipt = asset["receipt"]?.stringValue else { continue }
+                guard let grant = self.capabilities.verify(.receipt, receipt), grant.owner == owner,
+                    grant.subject == asset["fileChecksum"]?.stringValue
+                else { throw CloudError.badRequest("record \(operation.recordName): the asset receipt is not valid for this database") }
+                guard grant.expires > self.clock.now else {
+                    throw CloudError.badRequest("record \(operation.recordName): the asset receipt has expired; upload the asset again")
+                }
+                if let size = asset["size"]?.int64Value, size != grant.size {
+                    throw CloudError.badRequest("record \(operation.recordName): the asset size does not match its receipt")
+                }
+            }
+        }
+    }
+}

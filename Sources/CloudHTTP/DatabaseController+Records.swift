@@ -1,0 +1,140 @@
+import CloudCore
+import Hummingbird
+
+/// `records/modify`, `records/lookup` and `records/query`.
+extension DatabaseController {
+    @Sendable func modify(_ call: DatabaseCall) async throws -> WireWriter {
+        guard let entries = try call.body.objects("operations") else { throw CloudError.badRequest("operations is required") }
+        guard entries.count <= self.records.limits.maxOperations else {
+            throw CloudError.badRequest("a request may hold at most \(self.records.limits.maxOperations) operations; this one has \(entries.count): split it")
+        }
+        let (zone, operations) = try self.operations(entries, in: call)
+        try self.checkReceipts(in: operations, database: call.database)
+        let stamp = ChangeStamp(timestamp: self.clock.now, userRecordName: call.caller.userRecordName, deviceID: call.deviceID)
+        let desiredKeys = try call.body.desiredKeys()
+        let entryKeys = try entries.map { try $0.desiredKeys() ?? desiredKeys }
+        let base = try self.writer(call)
+        let owner = call.database.ownerRecordName
+        let answer: @Sendable (ModifyResult) -> WireWriter = { result in
+            Self.modifyAnswer(result, entryKeys: entryKeys, zone: zone, owner: owner, into: base)
+        }
+        let idempotency = call.idempotencyKey.map { key in
+            IdempotentWrite(key: key.key, requestHash: key.requestHash) { result in
+                let writer = answer(result)
+                return StoredAnswer(status: Int(writer.status.code), body: writer.json.bytes)
+            }
+        }
+        let result = try await self.records.modify(
+            operations, zoneName: zone, atomic: try call.body.bool("atomic"), in: call.database, stamp: stamp,
+            idempotency: idempotency, logger: call.logger)
+        if !result.atomicFailed { self.recordsWritten.increment(by: result.outcomes.filter { !$0.isFailure }.count) }
+        if let stored = result.answer {
+            var writer = WireWriter()
+            writer.status = HTTPResponse.Status(code: stored.status)
+            writer.json = JSONWriter(bytes: stored.body)
+            return writer
+        }
+        return answer(result)
+    }
+
+    /// The batch's operations and its one zone (the request's `zoneID` or the records', all the same).
+    func operations(_ entries: [WireObject], in call: DatabaseCall) throws -> (zone: String, operations: [RecordOperation]) {
+        var zoneName = try call.body["zoneID"] == nil ? nil : self.zone(call.body, in: call)
+        var operations: [RecordOperation] = []
+        for entry in entries {
+            if let record = try entry.object("record"), record["zoneID"] != nil {
+                let recordZone = try self.zone(record, in: call)
+                if let zoneName, zoneName != recordZone {
+                    throw CloudError.badRequest(
+                        "all operations of one request must be in one zone; \(record.name("zoneID")) names \(recordZone), not \(zoneName)")
+                }
+                zoneName = recordZone
+            }
+            operations.append(try RecordOperation(wire: entry))
+        }
+        return (zoneName ?? defaultZoneName, operations)
+    }
+
+    /// The `records/modify` answer: each operation's saved record, tombstone or error, in request order.
+    static func modifyAnswer(_ result: ModifyResult, entryKeys: [[String]?], zone: String, owner: String, into base: WireWriter) -> WireWriter {
+        var writer = base
+        writer.object { writer in
+            writer.list("records") { writer in
+                for (keys, outcome) in zip(entryKeys, result.outcomes) {
+                    switch outcome {
+                    case .saved(let record):
+                        writer.record(RecordSnapshot(record, desiredKeys: keys.map(Set.init)), zoneName: zone, owner: owner)
+                    case .deleted(let name, _):
+                        writer.deleted("recordName", name: name)
+                    case .failed(let name, let error, let serverRecord):
+                        writer.itemError(error, key: "recordName", name: name, serverRecord: serverRecord.map { RecordSnapshot($0) }, zone: (zone, owner))
+                    }
+                }
+            }
+        }
+        // A failed atomic batch is HTTP 400 with the per-record results (the culprit's real code, ATOMIC_ERROR for
+        // the others), as CloudKit answers it.
+        if result.atomicFailed { writer.status = .badRequest }
+        return writer
+    }
+
+    @Sendable func lookup(_ call: DatabaseCall) async throws -> WireWriter {
+        guard let entries = try call.body.objects("records") else { throw CloudError.badRequest("records is required") }
+        guard entries.count <= self.records.limits.maxOperations else {
+            throw CloudError.badRequest("a lookup may name at most \(self.records.limits.maxOperations) records")
+        }
+        let names = try entries.map { entry -> String in
+            guard let name = try entry.string("recordName") else { throw CloudError.badRequest("\(entry.name("recordName")) is required") }
+            return name
+        }
+        let zone = try self.zone(call.body, in: call)
+        let found = try await self.records.lookup(names, zoneName: zone, desiredKeys: try call.body.desiredKeys(), in: call.database, logger: call.logger)
+        var writer = try self.writer(call)
+        writer.object { writer in
+            writer.list("records") { writer in
+                for (name, record) in zip(names, found) {
+                    if let record {
+                        writer.record(record, zoneName: zone, owner: call.database.ownerRecordName)
+                    } else {
+                        writer.itemError(.notFound("record \(name) does not exist"), key: "recordName", name: name)
+                    }
+                }
+            }
+        }
+        return writer
+    }
+
+    @Sendable func query(_ call: DatabaseCall) async throws -> WireWriter {
+        guard let queryObject = try call.body.object("query") else { throw CloudError.badRequest("query is required") }
+        let query = try RecordQuery(wire: queryObject)
+        let zoneWide = try call.body["zoneID"] == nil && (call.body.bool("zoneWide") ?? false)
+        let zone = try self.zone(call.body, in: call)
+        let desiredKeys = try call.body.desiredKeys()
+        // A marker is valid only for the same query, zone and keys, in the same database.
+        let queryHash = ContinuationMarker.hash(
+            of: JSONWriter.encode(.object([
+                "database": .int(call.database.id), "query": .object(queryObject.values), "zone": .string(zoneWide ? "*" : zone),
+                "keys": desiredKeys.map { .array($0.map(JSONValue.string)) } ?? .null,
+            ])))
+        var offset: Int64 = 0
+        if let marker = try call.body.string("continuationMarker") {
+            offset = try ContinuationMarker.decode(marker, queryHash: queryHash, with: self.records.signer).offset
+        }
+        let page = try await self.records.query(
+            query, zoneName: zoneWide ? nil : zone, offset: offset, limit: try call.body.int("resultsLimit"),
+            desiredKeys: desiredKeys, in: call.database, logger: call.logger)
+        var writer = try self.writer(call)
+        writer.object { writer in
+            writer.list("records") { writer in
+                for (record, zoneName) in zip(page.records, page.zoneNames) {
+                    writer.record(record, zoneName: zoneName, owner: call.database.ownerRecordName)
+                }
+            }
+            if let next = page.nextOffset {
+                writer.json.key("continuationMarker")
+                writer.json.string(ContinuationMarker(queryHash: queryHash, offset: next).encode(with: self.records.signer))
+            }
+        }
+        return writer
+    }
+}

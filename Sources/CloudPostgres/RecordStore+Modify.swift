@@ -1,0 +1,225 @@
+import CloudCore
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The write path of `records/modify`: one transaction under the database lock, the plan from `ModificationPlan`,
+/// reference checks, cascades and the one-statement upsert.
+extension RecordStore {
+    /// Applies a batch of operations in one transaction. `atomic` (custom zones only) makes it all or nothing.
+    /// With `idempotency`, a batch whose key was seen before is not applied again: its stored answer returns.
+    public func modify(
+        _ operations: [RecordOperation], zoneName: String, atomic requestedAtomic: Bool?, in database: DatabaseRef,
+        stamp: ChangeStamp, idempotency: IdempotentWrite? = nil, logger: Logger
+    ) async throws -> ModifyResult {
+        guard operations.count <= self.limits.maxOperations else {
+            throw CloudError.badRequest("a request may hold at most \(self.limits.maxOperations) operations; this one has \(operations.count): split it")
+        }
+        let atomic = zoneName != defaultZoneName && (requestedAtomic ?? true)
+        let limits = self.limits
+        do {
+            return try await self.client.transaction(logger: logger) { connection in
+                let (head, zoneID, schema) = try await self.beginWrite(zoneName: zoneName, in: database, on: connection, logger: logger)
+                // Checked under the database lock: a retry racing its original waits for it, then finds its answer.
+                if let idempotency, let stored = try await Self.storedAnswer(idempotency, databaseID: database.id, on: connection, logger: logger) {
+                    return ModifyResult(outcomes: [], atomicFailed: false, answer: stored)
+                }
+                func finish(_ result: ModifyResult) async throws -> ModifyResult {
+                    guard let idempotency else { return result }
+                    return try await self.keepAnswer(to: idempotency, of: result, databaseID: database.id, on: connection, logger: logger)
+                }
+                // A create needs no lookup: the upsert refuses a create whose name is live, and only those are loaded.
+                let lookedUp = operations.filter { $0.type != .create }.map(\.recordName)
+                let existing = lookedUp.isEmpty ? [:] : try await Self.loadRecords(lookedUp, zoneID: zoneID, on: connection, logger: logger)
+                var plan = try ModificationPlan(
+                    operations: operations, existing: existing, firstSeq: head + 1, stamp: stamp,
+                    maxRecordBytes: limits.maxRecordBytes, schema: schema, scope: database.scope)
+                try await Self.checkValidatedReferences(&plan, existing: existing, zoneID: zoneID, on: connection, logger: logger)
+                if atomic, plan.outcomes.contains(where: \.isFailure) {
+                    return try await finish(ModifyResult(outcomes: Self.atomicFailure(plan.outcomes), atomicFailed: true))
+                }
+                var writes = plan.writes
+                var lastSeq = plan.lastSeq
+                try await Self.cascadeDeletes(&writes, lastSeq: &lastSeq, zoneID: zoneID, stamp: stamp, on: connection, logger: logger)
+                guard !writes.isEmpty else { return try await finish(ModifyResult(outcomes: plan.outcomes, atomicFailed: false)) }
+                try await Self.checkAssetsExist(writes, databaseID: database.id, on: connection, logger: logger)
+                let creates = Set(operations.filter { $0.type == .create }.map(\.recordName))
+                let taken = try await Self.store(writes, creates: creates, zoneID: zoneID, databaseID: database.id, lastSeq: lastSeq, on: connection, logger: logger)
+                guard !taken.isEmpty else { return try await finish(ModifyResult(outcomes: plan.outcomes, atomicFailed: false)) }
+                let current = try await Self.loadRecords(Array(taken), zoneID: zoneID, on: connection, logger: logger)
+                let outcomes = plan.outcomes.map { outcome -> OperationOutcome in
+                    guard case .saved(let record) = outcome, taken.contains(record.recordName) else { return outcome }
+                    return .failed(recordName: record.recordName, error: CloudError(.exists, "record to insert already exists"), serverRecord: current[record.recordName])
+                }
+                // An atomic batch with a taken name must leave nothing behind: throwing rolls the transaction back.
+                if atomic { throw AtomicBatchFailed(outcomes: Self.atomicFailure(outcomes)) }
+                return try await finish(ModifyResult(outcomes: outcomes, atomicFailed: false))
+            }
+        } catch let failure as AtomicBatchFailed {
+            // Rolled back, so nothing is stored: a retry runs again (and, names still taken, fails the same way).
+            let result = ModifyResult(outcomes: failure.outcomes, atomicFailed: true)
+            return ModifyResult(outcomes: failure.outcomes, atomicFailed: true, answer: try idempotency?.answer(result))
+        }
+    }
+
+    /// A failed atomic batch: every operation that would have succeeded reports ATOMIC_ERROR instead.
+    static func atomicFailure(_ outcomes: [OperationOutcome]) -> [OperationOutcome] {
+        outcomes.map { outcome in
+            switch outcome {
+            case .failed: outcome
+            case .saved(let record): .failed(recordName: record.recordName, error: .atomicFailure, serverRecord: nil)
+            case .deleted(let name, _): .failed(recordName: name, error: .atomicFailure, serverRecord: nil)
+            }
+        }
+    }
+
+    struct AtomicBatchFailed: Error {
+        var outcomes: [OperationOutcome]
+    }
+
+    /// Takes the row lock that orders every write of a database (docs/SYNC.md) and returns its last change number.
+    /// Held until the transaction ends, so writers of one database commit in change-number order.
+    static func lockChangeSequence(of database: DatabaseRef, on connection: PostgresConnection, logger: Logger) async throws -> Int64 {
+        for try await seq in try await connection.query(
+            "SELECT change_seq FROM databases WHERE id = \(database.id) FOR UPDATE", logger: logger
+        ).decode(Int64.self) { return seq }
+        throw CloudError(.internalError, "database \(database.id) vanished")
+    }
+
+    /// The first statement of a record write: takes the database lock, finds the zone and the schema version
+    /// in one round trip. Returns the last change number, the zone's id and the schema in force.
+    func beginWrite(zoneName: String, in database: DatabaseRef, on connection: PostgresConnection, logger: Logger) async throws -> (Int64, Int64, Schema?) {
+        let rows = try await connection.query(
+            """
+            SELECT d.change_seq,
+                (SELECT id FROM zones WHERE database_id = d.id AND zone_name = \(zoneName) AND NOT deleted),
+                (SELECT max(version) FROM schema_versions)
+            FROM databases d WHERE d.id = \(database.id) FOR UPDATE OF d
+            """, logger: logger)
+        for try await (head, zoneID, schemaVersion) in rows.decode((Int64, Int64?, Int32?).self) {
+            guard let zoneID else { throw CloudError(.zoneNotFound, "zone \(zoneName) does not exist") }
+            guard let schemaVersion else { return (head, zoneID, nil) }
+            return (head, zoneID, try await self.schema(version: schemaVersion, on: connection, logger: logger))
+        }
+        throw CloudError(.internalError, "database \(database.id) vanished")
+    }
+
+    /// Fails saves whose VALIDATE references point at a record that will not exist after the batch.
+    static func checkValidatedReferences(
+        _ plan: inout ModificationPlan, existing: [String: Record], zoneID: Int64, on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        let saved = plan.writes.filter { !$0.deleted }
+        let targets = Set(saved.flatMap { Reference.all(in: $0.fields).filter { $0.action == .validate }.map(\.recordName) })
+        guard !targets.isEmpty else { return }
+        let batchLive = Set(saved.map(\.recordName))
+        let batchDeleted = Set(plan.writes.filter(\.deleted).map(\.recordName))
+        var live = Set<String>()
+        let outside = Array(targets.subtracting(batchLive).subtracting(batchDeleted))
+        if !outside.isEmpty {
+            for try await name in try await connection.query(
+                "SELECT record_name FROM records WHERE zone_id = \(zoneID) AND NOT deleted AND record_name = ANY(\(outside))",
+                logger: logger
+            ).decode(String.self) { live.insert(name) }
+        }
+        live.formUnion(batchLive)
+        var failed = Set<String>()
+        for record in saved {
+            if let missing = Reference.all(in: record.fields).first(where: { $0.action == .validate && !live.contains($0.recordName) }) {
+                failed.insert(record.recordName)
+                let index = plan.outcomes.firstIndex { if case .saved(let r) = $0 { r.recordName == record.recordName } else { false } }!
+                plan.outcomes[index] = .failed(
+                    recordName: record.recordName,
+                    error: CloudError(.validatingReferenceError, "VALIDATE reference to \(missing.recordName), which does not exist in this zone"),
+                    serverRecord: nil)
+            }
+        }
+        plan.writes.removeAll { failed.contains($0.recordName) }
+    }
+
+    /// Deletes (tombstones) every live record with a DELETE_SELF reference to a record deleted here, transitively.
+    static func cascadeDeletes(
+        _ writes: inout [Record], lastSeq: inout Int64, zoneID: Int64, stamp: ChangeStamp, on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        var deleted = writes.filter(\.deleted).map(\.recordName)
+        var touched = Set(writes.map(\.recordName))
+        while !deleted.isEmpty {
+            var builder = SQLBuilder()
+            let columns = Self.recordColumns(&builder, desiredKeys: [])
+            builder.append(
+                "SELECT \(columns) FROM records r WHERE r.zone_id = \(builder.bind(zoneID)) AND NOT r.deleted AND r.cascade_refs && \(builder.bind(deleted))::text[]")
+            var next: [String] = []
+            for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {
+                let snapshot = Self.snapshot(columns)
+                guard touched.insert(snapshot.recordName).inserted else { continue }
+                lastSeq += 1
+                writes.append(Record(
+                    recordName: snapshot.recordName, recordType: snapshot.recordType, changeSeq: lastSeq, deleted: true,
+                    fields: [:], created: snapshot.created, modified: stamp))
+                next.append(snapshot.recordName)
+            }
+            deleted = next
+        }
+    }
+
+    /// Upserts record versions and advances the database's and zone's change numbers, in one statement.
+    /// Versions named in `creates` are inserted only where the name is free or a tombstone; returns the names of
+    /// those that met a live record (EXISTS). Every version of one call shares its `modified` stamp (one request,
+    /// one writer), bound once; `created` is that stamp for a new record (or one replacing a tombstone) and stays
+    /// as stored otherwise — the rule `ModificationPlan` follows, applied by the database.
+    @discardableResult
+    static func store(
+        _ writes: [Record], creates: Set<String> = [], zoneID: Int64, databaseID: Int64, lastSeq: Int64,
+        on connection: PostgresConnection, logger: Logger
+    ) async throws -> Set<String> {
+        let stamp = writes.last!.modified
+        var builder = SQLBuilder()
+        let zone = builder.bind(zoneID)
+        let stampColumns = "\(builder.bind(stamp.timestamp)), \(builder.bind(stamp.userRecordName)), \(builder.bind(stamp.deviceID))"
+        func upsert(_ rows: [Record], onlyOverTombstones: Bool) -> String {
+            let cascadeRefs = rows.map { record in
+                let targets = Reference.all(in: record.fields).filter { $0.action == .deleteSelf }
+                return targets.isEmpty ? "[]" : JSONWriter.encode(.array(targets.map { .string($0.recordName) }))
+            }
+            let assetRefs = rows.map { record in
+                let checksums = Self.assetChecksums(in: record.fields)
+                return checksums.isEmpty ? "[]" : JSONWriter.encode(.array(checksums.map(JSONValue.string)))
+            }
+            return """
+                INSERT INTO records (zone_id, record_name, record_type, change_seq, deleted, fields, cascade_refs, asset_refs,
+                    created_ms, created_by, created_device, modified_ms, modified_by, modified_device)
+                SELECT \(zone), u.name, u.type, u.seq, u.deleted, u.fields::jsonb,
+                    CASE WHEN u.refs = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT jsonb_array_elements_text(u.refs::jsonb)) END,
+                    CASE WHEN u.assets = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT jsonb_array_elements_text(u.assets::jsonb)) END,
+                    \(stampColumns), \(stampColumns)
+                FROM unnest(\(builder.bind(rows.map(\.recordName)))::text[], \(builder.bind(rows.map(\.recordType)))::text[],
+                    \(builder.bind(rows.map(\.changeSeq)))::int8[], \(builder.bind(rows.map(\.deleted)))::bool[],
+                    \(builder.bind(rows.map(\.encodedFields)))::text[], \(builder.bind(cascadeRefs))::text[],
+                    \(builder.bind(assetRefs))::text[])
+                    AS u(name, type, seq, deleted, fields, refs, assets)
+                ON CONFLICT (zone_id, record_name) DO UPDATE SET
+                    record_type = EXCLUDED.record_type, change_seq = EXCLUDED.change_seq, deleted = EXCLUDED.deleted,
+                    fields = EXCLUDED.fields, cascade_refs = EXCLUDED.cascade_refs, asset_refs = EXCLUDED.asset_refs,
+                    created_ms = CASE WHEN records.deleted THEN EXCLUDED.created_ms ELSE records.created_ms END,
+                    created_by = CASE WHEN records.deleted THEN EXCLUDED.created_by ELSE records.created_by END,
+                    created_device = CASE WHEN records.deleted THEN EXCLUDED.created_device ELSE records.created_device END,
+                    modified_ms = EXCLUDED.modified_ms, modified_by = EXCLUDED.modified_by, modified_device = EXCLUDED.modified_device
+                \(onlyOverTombstones ? "WHERE records.deleted" : "")
+                RETURNING record_name
+                """
+        }
+        let fresh = writes.filter { creates.contains($0.recordName) }
+        let others = writes.filter { !creates.contains($0.recordName) }
+        let last = builder.bind(lastSeq)
+        builder.append(
+            """
+            WITH created AS (\(upsert(fresh, onlyOverTombstones: true))),
+            upserted AS (\(upsert(others, onlyOverTombstones: false))),
+            advanced AS (UPDATE databases SET change_seq = \(last) WHERE id = \(builder.bind(databaseID)) RETURNING 1),
+            zoned AS (UPDATE zones SET change_seq = \(last), modified_ms = \(builder.bind(stamp.timestamp)) WHERE id = \(zone) RETURNING 1)
+            SELECT record_name FROM created
+            """)
+        var inserted = Set<String>()
+        for try await name in try await connection.query(builder.query, logger: logger).decode(String.self) { inserted.insert(name) }
+        return Set(fresh.map(\.recordName)).subtracting(inserted)
+    }
+}

@@ -1,0 +1,51 @@
+import CloudCore
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Row mapping: the record columns every read selects, and their decoding into snapshots and records.
+extension RecordStore {
+    /// The columns `snapshot(from:)` decodes, with the fields expression limited to `desiredKeys`.
+    static func recordColumns(_ builder: inout SQLBuilder, desiredKeys: [String]?) -> String {
+        let fields: String
+        if let desiredKeys {
+            let keys = builder.bind(desiredKeys)
+            fields = "(SELECT coalesce(jsonb_object_agg(key, value), '{}'::jsonb) FROM jsonb_each(r.fields) WHERE key = ANY(\(keys)::text[]))::text"
+        } else {
+            fields = "r.fields::text"
+        }
+        return ["record_name", "record_type", "change_seq", "deleted"].map { "r.\($0)" }.joined(separator: ", ")
+            + ", \(fields), "
+            + ["created_ms", "created_by", "created_device", "modified_ms", "modified_by", "modified_device"].map { "r.\($0)" }.joined(separator: ", ")
+    }
+
+    typealias RecordColumns = (String, String, Int64, Bool, String, Int64, String, String, Int64, String, String)
+
+    static func snapshot(_ c: RecordColumns) -> RecordSnapshot {
+        RecordSnapshot(
+            recordName: c.0, recordType: c.1, changeSeq: c.2, deleted: c.3, fieldsJSON: c.4,
+            created: ChangeStamp(timestamp: c.5, userRecordName: c.6, deviceID: c.7),
+            modified: ChangeStamp(timestamp: c.8, userRecordName: c.9, deviceID: c.10))
+    }
+
+    /// A stored record with its fields parsed.
+    static func record(from snapshot: RecordSnapshot) throws -> Record {
+        let stored = try JSONValue.parse(Array(snapshot.fieldsJSON.utf8)).objectValue ?? [:]
+        return Record(
+            recordName: snapshot.recordName, recordType: snapshot.recordType, changeSeq: snapshot.changeSeq,
+            deleted: snapshot.deleted, fields: stored.compactMapValues(FieldValue.init(stored:)),
+            encodedFields: snapshot.fieldsJSON, created: snapshot.created, modified: snapshot.modified)
+    }
+
+    static func loadRecords(_ names: [String], zoneID: Int64, on connection: PostgresConnection, logger: Logger) async throws -> [String: Record] {
+        var builder = SQLBuilder()
+        let columns = Self.recordColumns(&builder, desiredKeys: nil)
+        builder.append("SELECT \(columns) FROM records r WHERE r.zone_id = \(builder.bind(zoneID)) AND r.record_name = ANY(\(builder.bind(names)))")
+        var records: [String: Record] = [:]
+        for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {
+            let record = try Self.record(from: Self.snapshot(columns))
+            records[record.recordName] = record
+        }
+        return records
+    }
+}

@@ -1,0 +1,28 @@
+import CloudCore
+import Logging
+import PostgresNIO
+
+/// The stores on one PostgreSQL client, built the one way the server, every command and the tests build them.
+public struct Stores: Sendable {
+    public let client: PostgresClient
+    public let credentials: CredentialStore
+    let clock: ServerClock
+    let limits: RecordLimits
+
+    public init(client: PostgresClient, clock: ServerClock = .system, passwordHashLog2Rounds: Int = 15, limits: RecordLimits = RecordLimits()) {
+        self.client = client
+        self.clock = clock
+        self.limits = limits
+        self.credentials = CredentialStore(client: client, hasher: PasswordHasher(log2Rounds: passwordHashLog2Rounds), clock: clock)
+    }
+
+    /// The record store. Its token signing key lives in the database, so the client must be running.
+    public func records(logger: Logger) async throws -> RecordStore {
+        let key = try await self.credentials.tokenSigningKey(logger: logger)
+        return RecordStore(client: self.client, signer: TokenSigner(key: key), limits: self.limits, clock: self.clock)
+    }
+
+    public func migrator(_ migrations: [Migration], logger: Logger) -> Migrator {
+        Migrator(client: self.client, migrations: migrations, logger: logger)
+    }
+}

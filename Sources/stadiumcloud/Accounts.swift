@@ -1,0 +1,48 @@
+import ArgumentParser
+import CloudCore
+import CloudHTTP
+import Foundation
+
+struct Accounts: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Manage accounts.", subcommands: [Create.self, Password.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create an account; prints its user record name and a web auth token (a 2-week, keep-signed-in session).")
+        @OptionGroup var database: DatabaseOptions
+        @Argument(help: "A unique account name (what the person signs in with).") var name: String
+        @Flag(help: "Read a password from standard input, so the person can also sign in at /signin.") var passwordStdin = false
+
+        func run() async throws {
+            let password = self.passwordStdin ? try readPassword() : nil
+            let (account, token) = try await Live(self.database).run { live, logger in
+                try await live.stores.credentials.createAccount(
+                    name: self.name, password: password, idleMs: Int64(AuthConfiguration().keepSignedInSeconds) * 1000, logger: logger)
+            }
+            print("userRecordName: \(account.userRecordName)")
+            print("ckWebAuthToken: \(token)")
+        }
+    }
+
+    struct Password: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Set an account's password from standard input (or remove it).")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var name: String
+        @Flag(help: "Remove the password: the account can then use only tokens an operator hands out.") var remove = false
+
+        func run() async throws {
+            let password = self.remove ? nil : try readPassword()
+            let found = try await Live(self.database).run { live, logger in
+                try await live.stores.credentials.setPassword(accountName: self.name, password: password, logger: logger)
+            }
+            guard found else { throw ValidationError("no account is named \(self.name)") }
+            print(self.remove ? "Password removed." : "Password set.")
+        }
+    }
+}
+
+/// The first line of standard input, so passwords never appear in the shell history or the process list.
+func readPassword() throws -> String {
+    guard let line = readLine(strippingNewline: true), !line.isEmpty else { throw ValidationError("expected a password on standard input") }
+    return line
+}

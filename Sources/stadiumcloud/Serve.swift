@@ -1,0 +1,58 @@
+import ArgumentParser
+import Canon
+import CloudHTTP
+import CloudPostgres
+import Foundation
+import Metrics
+import Prometheus
+import ServiceLifecycle
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Serve the CloudKit Web Services API.")
+
+    @OptionGroup var database: DatabaseOptions
+    @Option(help: "Address to listen on.") var host = "127.0.0.1"
+    @Option(help: "Port to listen on.") var port = 8080
+    @Flag(help: "Apply pending migrations before serving (otherwise pending migrations stop the server).") var migrate = false
+    @Option(help: "Days deletions stay in deltas before tombstones are purged.") var tombstoneRetentionDays = 30
+    @Option(help: "Seconds between tombstone purges.") var purgeIntervalSeconds = 3600
+    @Option(help: "Folder for asset bytes (env STADIUMCLOUD_ASSETS).") var assets: String?
+    @Option(help: "Largest asset accepted, in MB.") var maxAssetMB = 100
+    @Option(help: "A container to serve (repeatable).") var container: [String] = ["iCloud.com.sportstime.app"]
+    @Option(help: "The public base URL when a proxy terminates TLS (https://sync.example.com), for the URLs handed out.") var publicURL: String?
+    @Option(help: "A URL prefix the sign-in page may send tokens to (repeatable), e.g. sportstime://signin.") var signinCallback: [String] = []
+    @Option(help: "Seconds SIGTERM waits for in-flight requests and jobs before cancelling them.") var shutdownGraceSeconds = 30
+    @Option(help: "Seconds a request may wait for the database before it is answered 503 TRY_AGAIN_LATER.") var databaseTimeoutSeconds = 10
+    @Option(help: "Requests per second one account may make (bursts of 10 times that).") var accountRateLimit = 20.0
+    @Option(help: "Requests per second one API token (every install of an app together) may make (bursts of 4 times that).")
+    var tokenRateLimit = 500.0
+
+    func run() async throws {
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        let migrations = try Migration.load(from: self.database.migrations)
+        var configuration = ServerConfiguration()
+        configuration.host = self.host
+        configuration.port = self.port
+        configuration.tombstoneRetention = .seconds(self.tombstoneRetentionDays * 24 * 3600)
+        configuration.purgeInterval = .seconds(self.purgeIntervalSeconds)
+        configuration.assetsPath = self.assets ?? ProcessInfo.processInfo.environment["STADIUMCLOUD_ASSETS"] ?? configuration.assetsPath
+        configuration.maxAssetBytes = Int64(self.maxAssetMB) * 1024 * 1024
+        configuration.containers = Set(self.container)
+        configuration.databaseTimeout = .seconds(self.databaseTimeoutSeconds)
+        configuration.publicBaseURL = self.publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        configuration.auth.signInCallbackPrefixes = self.signinCallback
+        configuration.rateLimits.perAccount = RateLimit(perSecond: self.accountRateLimit, burst: self.accountRateLimit * 10)
+        configuration.rateLimits.perAPIToken = RateLimit(perSecond: self.tokenRateLimit, burst: self.tokenRateLimit * 4)
+        let live = try Live(self.database, configuration: configuration)
+        let server = ServerService(
+            stores: live.stores, configuration: configuration, migrations: migrations, applyMigrations: self.migrate, metrics: registry,
+            extensions: { CanonicalEndpoints(records: $0).endpoints }, logger: live.logger)
+        // The client first: a ServiceGroup stops its services in reverse order, so the database goes last.
+        var group = ServiceGroupConfiguration(services: [live.client, server], gracefulShutdownSignals: [.sigterm, .sigint], logger: live.logger)
+        // SIGTERM stops accepting connections and lets in-flight requests and background jobs finish; whatever
+        // is still running after the grace period is cancelled, so a stuck request cannot keep the process up.
+        group.maximumGracefulShutdownDuration = .seconds(self.shutdownGraceSeconds)
+        try await ServiceGroup(configuration: group).run()
+    }
+}
