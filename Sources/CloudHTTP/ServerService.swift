@@ -20,7 +20,7 @@ public struct ServerService: Service {
 
     public init(
         stores: Stores, configuration: ServerConfiguration, migrations: [Migration], applyMigrations: Bool,
-        metrics: PrometheusCollectorRegistry, extensions: @escaping @Sendable (RecordStore) -> [ExtensionEndpoint], logger: Logger
+        metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), extensions: @escaping @Sendable (RecordStore) -> [ExtensionEndpoint], logger: Logger
     ) {
         self.stores = stores
         self.configuration = configuration

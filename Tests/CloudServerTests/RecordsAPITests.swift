@@ -3,7 +3,8 @@ import Testing
 
 @Suite struct RecordsAPITests {
     @Test func createLookupUpdateDeleteRoundTrip() async throws {
-        try await TestServer.run { server in
+        let time = ManualClock()
+        try await TestServer.run(configure: { $0.clock = time.clock }) { server in
             let created = try await server.modify([Op.create("v1", ["notes": "hi", "rating": 5, "tags": ["a", "b"]])])
             #expect(created.status == 200)
             let record = try #require(created.records.first)
@@ -32,7 +33,7 @@ import Testing
             #expect(gone.records.first?["serverErrorCode"] == "NOT_FOUND")
 
             // Created again over its tombstone: a new record with a new created stamp.
-            try await Task.sleep(for: .milliseconds(5))
+            time.advance(by: .milliseconds(5))
             let again = try await server.modify([Op.create("v1")], as: server.bob)
             #expect(again.status == 200)
             let reborn = try await server.modify([Op.create("v1")])
