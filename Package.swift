@@ -132,6 +132,8 @@ let package = Package(
         .testTarget(name: "CloudCoreTests", dependencies: ["CloudCore"]),
         .testTarget(name: "CanonTests", dependencies: ["Canon", "CloudCore"]),
         .testTarget(name: "CloudAssetsTests", dependencies: ["CloudAssets", "CloudCore"]),
+        /// The device's sync loop offline, through the `HTTPTransport` seam: no server, no PostgreSQL.
+        .testTarget(name: "CloudSyncTests", dependencies: ["CloudCore", "CloudSync"]),
         .testTarget(
             name: "CloudServerTests",
             dependencies: [

@@ -29,12 +29,12 @@ import Testing
     @Test func curlUploadsALargeFileWithoutStallingOrBuffering() async throws {
         try await TestServer.run(.live, configure: { $0.maxAssetBytes = 1 << 30 }) { server in
             let port = try #require(server.client.port)
-            let url = try await AssetsAPITests.uploadURL(server, as: server.alice)
-            let local = "http://127.0.0.1:\(port)" + AssetsAPITests.path(url)
+            let url = try await server.uploadURL(as: server.alice)
+            let local = "http://127.0.0.1:\(port)" + TestData.path(url)
             let file = NSTemporaryDirectory() + "stadiumcloud-curl-\(UUID().uuidString).bin"
             defer { try? FileManager.default.removeItem(atPath: file) }
             // 256 MiB: more than this server should ever hold of one upload.
-            let megabyte = Data(AssetsAPITests.bytes(1 << 20))
+            let megabyte = Data(TestData.bytes(1 << 20))
             FileManager.default.createFile(atPath: file, contents: nil)
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: file))
             for _ in 0..<256 { handle.write(megabyte) }
@@ -55,17 +55,17 @@ import Testing
     @Test func downloadURLsForAnotherAccountOrPastTheirTimeAreDenied() async throws {
         let time = ManualClock()
         try await TestServer.run(configure: { $0.downloadURLLifetimeSeconds = 1; $0.clock = time.clock }) { server in
-            let asset = try await AssetLifecycleTests.upload(server, AssetsAPITests.bytes(1000))
-            #expect(try await AssetLifecycleTests.savePhoto(server, "p", asset).status == 200)
+            let asset = try await server.upload(TestData.bytes(1000))
+            #expect(try await server.savePhoto("p", asset).status == 200)
             let lookup = try await server.call("records/lookup", ["records": [["recordName": "p"]]], as: server.alice)
             let url = try #require(lookup.records.first?["fields"]?["photo"]?["value"]?["downloadURL"]?.stringValue)
-            #expect(try await AssetsAPITests.send(server, url, method: .get).status == .ok)
+            #expect(try await server.send(url, method: .get).status == .ok)
             // The same asset under another account's owner: the signature does not cover it.
             let owner = try #require(url.split(separator: "/").first { $0.hasPrefix("db") })
             let elsewhere = url.replacingOccurrences(of: "/\(owner)/", with: "/db999999/")
-            #expect(try await AssetsAPITests.send(server, elsewhere, method: .get).status == .forbidden)
+            #expect(try await server.send(elsewhere, method: .get).status == .forbidden)
             time.advance(by: .milliseconds(1001))
-            #expect(try await AssetsAPITests.send(server, url, method: .get).status == .forbidden)
+            #expect(try await server.send(url, method: .get).status == .forbidden)
         }
     }
 }

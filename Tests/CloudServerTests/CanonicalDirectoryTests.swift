@@ -7,9 +7,9 @@ import Testing
     /// A server whose public database holds the real canonical dataset.
     static func withImportedServer(_ body: @Sendable @escaping (TestServer) async throws -> Void) async throws {
         try await TestServer.run { server in
-            try await server.dependencies.records.applySchema(try CanonicalImportTests.schema.get(), logger: TestDatabase.logger)
+            try await server.dependencies.records.applySchema(try CanonicalFixtures.schema.get(), logger: TestDatabase.logger)
             _ = try await CanonicalImporter(records: server.dependencies.records, logger: TestDatabase.logger).run(
-                try CanonicalImportTests.dataset.get(), container: "iCloud.com.sportstime.test", environment: "development", dryRun: false)
+                try CanonicalFixtures.dataset.get(), container: "iCloud.com.sportstime.test", environment: "development", dryRun: false)
             try await body(server)
         }
     }

@@ -5,32 +5,22 @@ import Foundation
 import Testing
 
 @Suite struct CanonicalImportTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let schema = Result { try Schema.parse(Array(FileManager.default.contents(atPath: root.appendingPathComponent("Resources/schema.json").path)!)) }
-    static let dataset = Result { try CanonicalDataset.load(from: root.appendingPathComponent("Resources/canonical").path) }
-
-    static func importer(_ server: TestServer) -> CanonicalImporter { CanonicalImporter(records: server.dependencies.records, logger: TestDatabase.logger) }
-
-    static func publicToken(_ server: TestServer) async throws -> String {
-        try await server.call("zones/list", database: "public").json["zones"]![0]!["syncToken"]!.stringValue!
-    }
-
     @Test func importIsIdempotentAndChangesReachDevicesAsDeltas() async throws {
         try await TestServer.run { server in
-            try await server.dependencies.records.applySchema(try Self.schema.get(), logger: TestDatabase.logger)
-            let importer = Self.importer(server)
+            try await server.dependencies.records.applySchema(try CanonicalFixtures.schema.get(), logger: TestDatabase.logger)
+            let importer = server.importer
             let container = "iCloud.com.sportstime.test"
-            var dataset = try Self.dataset.get()
+            var dataset = try CanonicalFixtures.dataset.get()
             // A source that knows no history for Oracle Park: the rename below must produce its alias.
             dataset.stadiumAliases.removeAll { $0.stadiumId == "stadium_mlb_oracle_park" }
             let first = try await importer.run(dataset, container: container, environment: "development", dryRun: false)
             #expect(first.changes.count == (try dataset.records().count))
 
             // Same data again: nothing written, the token does not move.
-            let token = try await Self.publicToken(server)
+            let token = try await server.publicToken()
             let again = try await importer.run(dataset, container: container, environment: "development", dryRun: false)
             #expect(again.changes.isEmpty)
-            #expect(try await Self.publicToken(server) == token)
+            #expect(try await server.publicToken() == token)
 
             // A rename without an alias in the source, and a team that disappears.
             let oracle = dataset.stadiums.firstIndex { $0.id == "stadium_mlb_oracle_park" }!
@@ -39,7 +29,7 @@ import Testing
             dataset.teamAliases.removeAll { $0.teamId == "team_nfl_jets" }
             dataset.teams.removeAll { $0.id == "team_nfl_jets" }
             let dry = try await importer.run(dataset, container: container, environment: "development", dryRun: true)
-            #expect(try await Self.publicToken(server) == token, "a dry run writes nothing")
+            #expect(try await server.publicToken() == token, "a dry run writes nothing")
             let second = try await importer.run(dataset, container: container, environment: "development", dryRun: false)
             #expect(second.report == dry.report)
             #expect(second.changes.contains(.updated("stadium_mlb_oracle_park", type: "Stadium", fields: ["name"])))
@@ -60,7 +50,7 @@ import Testing
     }
 
     @Test func mergeKeepsUserFieldsAndRefusesImmutableChanges() throws {
-        var schema = try Self.schema.get()
+        var schema = try CanonicalFixtures.schema.get()
         schema.recordTypes["Stadium"]!.fields["userNickname"] = FieldSchema(type: .string, owner: .user)
         let stamp = ChangeStamp(timestamp: 0, userRecordName: "_", deviceID: "")
         let source = [RecordDraft(recordName: "stadium_mlb_oracle_park", recordType: "Stadium", fields: [
@@ -86,7 +76,7 @@ import Testing
     @Test func deployedSchemaChecksWritesAndTypesUntypedValues() async throws {
         try await TestServer.run { server in
             let records = server.dependencies.records
-            try await records.applySchema(try Self.schema.get(), logger: TestDatabase.logger)
+            try await records.applySchema(try CanonicalFixtures.schema.get(), logger: TestDatabase.logger)
             let unknownType = try await server.modify([Op.create("x", type: "Nope")])
             #expect(unknownType.errorCode == "BAD_REQUEST")
             let unknownField = try await server.modify([Op.create("v", type: "StadiumVisit", ["mood": "happy"])])
@@ -99,12 +89,12 @@ import Testing
             let typed = try await server.modify([Op.create("v", type: "StadiumVisit", ["visitDate": 1_700_000_000_000, "stadium": ["recordName": "stadium_mlb_oracle_park"]])])
             #expect(typed.records.first?["fields"]?["visitDate"]?["type"] == "TIMESTAMP")
 
-            var destructive = try Self.schema.get()
+            var destructive = try CanonicalFixtures.schema.get()
             destructive.recordTypes["StadiumVisit"]!.fields["notes"] = nil
             await #expect { try await records.applySchema(destructive, logger: TestDatabase.logger) } throws: {
                 ($0 as? CloudError)?.reason.contains("field StadiumVisit.notes would be removed") == true
             }
-            var additive = try Self.schema.get()
+            var additive = try CanonicalFixtures.schema.get()
             additive.recordTypes["StadiumVisit"]!.fields["weather"] = FieldSchema(type: .string, owner: .user, queryable: true)
             #expect(try await records.applySchema(additive, logger: TestDatabase.logger).additive == ["field StadiumVisit.weather"])
             #expect(try await server.modify([Op.create("w", type: "StadiumVisit", ["weather": "sunny"])]).status == 200)

@@ -3,42 +3,24 @@ import Foundation
 import Testing
 
 @Suite struct ChangesTests {
-    /// Pulls a zone from `token` until moreComing is false; returns the records seen and the final token.
-    static func pull(_ server: TestServer, zone: String = "_defaultZone", from token: String? = nil, limit: Int = 200, as account: TestAccount? = nil, database: String = "private") async throws -> (records: [JSONValue], token: String) {
-        var token = token
-        var records: [JSONValue] = []
-        while true {
-            var entry: [String: JSONValue] = ["zoneID": ["zoneName": .string(zone)], "resultsLimit": .int(Int64(limit))]
-            if let token { entry["syncToken"] = .string(token) }
-            let reply = try await server.call("changes/zone", ["zones": [.object(entry)]], database: database, as: account ?? (database == "private" ? server.alice : nil))
-            let result = try #require(reply.json["zones"]?[0])
-            guard let next = result["syncToken"]?.stringValue else {
-                throw CloudError(ServerErrorCode(rawValue: result["serverErrorCode"]?.stringValue ?? "") ?? .internalError, result["reason"]?.stringValue ?? "")
-            }
-            records += result["records"]?.arrayValue ?? []
-            token = next
-            if result["moreComing"] != true { return (records, next) }
-        }
-    }
-
     @Test func pagesDeliverEveryChangeOnceAndTombstonesAfterTheFirstSync() async throws {
         try await TestServer.run { server in
             try await server.modify((0..<25).map { Op.create("r\($0)", ["n": .int(Int64($0))]) })
-            let first = try await Self.pull(server, limit: 7)
+            let first = try await server.pull(limit: 7)
             #expect(first.records.count == 25)
             #expect(Set(first.records.compactMap { $0["recordName"]?.stringValue }).count == 25)
 
             try await server.modify([Op.typed("forceDelete", "r3"), Op.typed("forceUpdate", "r4", fields: ["n": ["value": 40]])])
-            let delta = try await Self.pull(server, from: first.token, limit: 1)
+            let delta = try await server.pull(from: first.token, limit: 1)
             #expect(delta.records.map { $0["recordName"]?.stringValue } == ["r3", "r4"])
             #expect(delta.records[0]["deleted"] == true)
             #expect(delta.records[0]["recordType"] == "Visit")
             #expect(delta.records[1]["fields"]?["n"]?["value"] == 40)
 
-            let empty = try await Self.pull(server, from: delta.token)
+            let empty = try await server.pull(from: delta.token)
             #expect(empty.records.isEmpty)
             // A fresh sync skips tombstones: the client never had those records.
-            let fresh = try await Self.pull(server)
+            let fresh = try await server.pull()
             #expect(fresh.records.count == 24)
         }
     }
@@ -58,27 +40,27 @@ import Testing
     @Test func tokensOfAnotherZoneAccountOrTamperedAreRejected() async throws {
         try await TestServer.run { server in
             try await server.call("zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Other"]]]]], as: server.alice)
-            let alice = try await Self.pull(server)
+            let alice = try await server.pull()
             await #expect(throws: CloudError(.badRequest, "syncToken belongs to another zone")) {
-                _ = try await Self.pull(server, zone: "Other", from: alice.token)
+                _ = try await server.pull(zone: "Other", from: alice.token)
             }
             await #expect(throws: ChangeToken.notValidHere) {
-                _ = try await Self.pull(server, from: alice.token, as: server.bob)
+                _ = try await server.pull(from: alice.token, as: server.bob)
             }
             var tampered = Array(alice.token)
             tampered[5] = tampered[5] == "A" ? "B" : "A"
-            await #expect(throws: CloudError.self) { _ = try await Self.pull(server, from: String(tampered)) }
+            await #expect(throws: CloudError.self) { _ = try await server.pull(from: String(tampered)) }
             let databaseToken = try await server.call("changes/database", [:], as: server.alice).json["syncToken"]!.stringValue!
-            await #expect(throws: CloudError.self) { _ = try await Self.pull(server, from: databaseToken) }
+            await #expect(throws: CloudError.self) { _ = try await server.pull(from: databaseToken) }
         }
     }
 
     @Test func purgedTombstonesExpireOlderTokensWith410() async throws {
         try await TestServer.run { server in
             try await server.modify([Op.create("a"), Op.create("b")])
-            let before = try await Self.pull(server)
+            let before = try await server.pull()
             try await server.modify([Op.typed("forceDelete", "a")])
-            let afterDelete = try await Self.pull(server, from: before.token)
+            let afterDelete = try await server.pull(from: before.token)
             let purged = try await server.dependencies.records.purgeTombstones(olderThanMs: Int64(Date().timeIntervalSince1970 * 1000) + 1000, logger: TestDatabase.logger)
             #expect(purged.records == 1)
 
@@ -90,8 +72,8 @@ import Testing
             #expect(zoneReply.status == 200)
             #expect(zoneReply.json["zones"]?[0]?["serverErrorCode"] == "CHANGE_TOKEN_EXPIRED")
             // A token taken after the deletion is still good, and so is starting over.
-            #expect(try await Self.pull(server, from: afterDelete.token).records.isEmpty)
-            #expect(try await Self.pull(server).records.count == 1)
+            #expect(try await server.pull(from: afterDelete.token).records.isEmpty)
+            #expect(try await server.pull().records.count == 1)
         }
     }
 
@@ -100,7 +82,7 @@ import Testing
     @Test func aFirstFetchPagingPastAPurgeNeverExpires() async throws {
         try await TestServer.run { server in
             try await server.modify((0..<6).map { Op.create("r\($0)") })
-            let before = try await Self.pull(server)
+            let before = try await server.pull()
             try await server.modify([Op.typed("forceDelete", "r5")])
             try await server.call("zones/modify", ["operations": [
                 ["operationType": "create", "zone": ["zoneID": ["zoneName": "A"]]], ["operationType": "create", "zone": ["zoneID": ["zoneName": "B"]]],
@@ -111,7 +93,7 @@ import Testing
             #expect(purged.records == 1 && purged.zones == 1)
 
             // Two records a page from nothing: every page token is below the horizon, and none may expire.
-            let fresh = try await Self.pull(server, limit: 2)
+            let fresh = try await server.pull(limit: 2)
             #expect(fresh.records.compactMap { $0["recordName"]?.stringValue }.sorted() == ["r0", "r1", "r2", "r3", "r4"])
             // The zone list, one zone a page from nothing.
             var token: String?
@@ -168,7 +150,7 @@ import Testing
             let paged = try await server.call("changes/database", ["syncToken": .string(token), "resultsLimit": 1], as: server.alice)
             #expect(paged.json["moreComing"] == true)
 
-            let visitsToken = try await Self.pull(server, zone: "Visits").token
+            let visitsToken = try await server.pull(zone: "Visits").token
             try await server.call("zones/modify", ["operations": [["operationType": "delete", "zone": ["zoneID": ["zoneName": "Visits"]]]]], as: server.alice)
             let deleted = try await server.call("changes/database", ["syncToken": .string(next)], as: server.alice)
             #expect(deleted.json["zones"] == [["zoneID": ["zoneName": "Visits", "ownerRecordName": .string(server.alice.account.userRecordName), "zoneType": "REGULAR_CUSTOM_ZONE"], "deleted": true]])
@@ -183,7 +165,7 @@ import Testing
 
             // A zone created again under the same name: the old token is expired, not silently valid.
             try await server.call("zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Visits"]]]]], as: server.alice)
-            await #expect(throws: CloudError.changeTokenExpired) { _ = try await Self.pull(server, zone: "Visits", from: visitsToken) }
+            await #expect(throws: CloudError.changeTokenExpired) { _ = try await server.pull(zone: "Visits", from: visitsToken) }
         }
     }
 
@@ -191,7 +173,7 @@ import Testing
         try await TestServer.run { server in
             let write = try await server.modify([Op.create("stadium_mlb_oracle_park", type: "Stadium", ["name": "Oracle Park"])], database: "public", signed: true)
             #expect(write.status == 200)
-            let pulled = try await Self.pull(server, database: "public")
+            let pulled = try await server.pull(database: "public")
             #expect(pulled.records.map { $0["recordName"]?.stringValue } == ["stadium_mlb_oracle_park"])
             #expect(pulled.records[0]["zoneID"]?["ownerRecordName"] == "_defaultOwner")
         }

@@ -13,7 +13,7 @@ import Testing
     /// A server with the SportsTime schema and Alice's password; `folder` holds the devices' stores.
     static func run(_ body: @Sendable (TestServer, String) async throws -> Void) async throws {
         try await TestServer.run(.live) { server in
-            try await server.dependencies.records.applySchema(try CanonicalImportTests.schema.get(), logger: TestDatabase.logger)
+            try await server.dependencies.records.applySchema(try CanonicalFixtures.schema.get(), logger: TestDatabase.logger)
             _ = try await server.dependencies.credentials.setPassword(accountName: "alice", password: Self.password, logger: TestDatabase.logger)
             let folder = NSTemporaryDirectory() + "stadiumcloud-client-" + UUID().uuidString
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -241,8 +241,8 @@ import Testing
 
     @Test func aPublicZoneResetKeepsTheNicknameAndDropsWhatTheServerPurged() async throws {
         try await Self.run { server, folder in
-            let dataset = try CanonicalImportTests.dataset.get()
-            _ = try await CanonicalImportTests.importer(server).run(dataset, container: "iCloud.com.sportstime.test", environment: "development", dryRun: false)
+            let dataset = try CanonicalFixtures.dataset.get()
+            _ = try await server.importer.run(dataset, container: "iCloud.com.sportstime.test", environment: "development", dryRun: false)
             let phone = try await Self.device(server, folder, "phone")
             try await phone.sync()
             let oracle = "stadium_mlb_oracle_park"
@@ -265,8 +265,8 @@ import Testing
 
     @Test func aRenamedVenueShowsItsNewNameWhileTheNicknameStays() async throws {
         try await Self.run { server, folder in
-            let importer = CanonicalImportTests.importer(server)
-            var dataset = try CanonicalImportTests.dataset.get()
+            let importer = server.importer
+            var dataset = try CanonicalFixtures.dataset.get()
             _ = try await importer.run(dataset, container: "iCloud.com.sportstime.test", environment: "development", dryRun: false)
             let phone = try await Self.device(server, folder, "phone")
             let tablet = try await Self.device(server, folder, "tablet")

@@ -28,7 +28,7 @@ import Testing
             // Without a key the same retry is a second create: EXISTS, as CloudKit answers.
             let unkeyed = try await Self.modify(server, batch, key: nil)
             #expect(try JSONValue.parse(unkeyed.body.readableBytesView)["records"]?[0]?["serverErrorCode"] == "EXISTS")
-            let changes = try await ChangesTests.pull(server)
+            let changes = try await server.pull()
             #expect(changes.records.count == 2)
         }
     }
@@ -45,7 +45,7 @@ import Testing
             // One of them applied the update; every other one got that same answer, not a CONFLICT.
             #expect(Set(answers).count == 1, "\(Set(answers))")
             #expect(!answers[0].contains("CONFLICT"))
-            let changes = try await ChangesTests.pull(server)
+            let changes = try await server.pull()
             #expect(changes.records.count == 1)
             #expect(changes.records.first?["fields"]?["n"]?["value"] == 1)
         }

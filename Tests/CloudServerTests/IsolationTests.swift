@@ -15,9 +15,9 @@ import Testing
             // Alice's data: a custom zone with a record, a default-zone record with an asset, tokens and a marker.
             try await server.call("zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "AliceZone"]]]]], as: alice)
             try await server.modify([Op.create("alice-zoned", ["note": "secret"])], zone: "AliceZone", as: alice)
-            let data = AssetsAPITests.bytes(1000)
-            let uploadURL = try await AssetsAPITests.uploadURL(server, as: alice)
-            let uploaded = try await AssetsAPITests.send(server, uploadURL, data)
+            let data = TestData.bytes(1000)
+            let uploadURL = try await server.uploadURL(as: alice)
+            let uploaded = try await server.send(uploadURL, data)
             let receipt = try #require(try JSONValue.parse(uploaded.body.readableBytesView)["singleFile"])
             let saved = try await server.modify([[
                 "operationType": "create",
@@ -25,7 +25,7 @@ import Testing
             ]], as: alice)
             let tag = try #require(saved.records.first?["recordChangeTag"]?.stringValue)
             for i in 0..<3 { try await server.modify([Op.create("alice-\(i)", ["note": "secret"])], as: alice) }
-            let zoneToken = try await ChangesTests.pull(server, zone: "AliceZone", as: alice).token
+            let zoneToken = try await server.pull(zone: "AliceZone", as: alice).token
             let databaseToken = try #require(try await server.call("changes/database", [:], as: alice).json["syncToken"]?.stringValue)
             let firstPage = try await server.call("records/query", ["query": ["recordType": "Visit"], "resultsLimit": 1], as: alice)
             let marker = try #require(firstPage.json["continuationMarker"]?.stringValue)
@@ -91,7 +91,7 @@ import Testing
 
             // Alice's download URL re-pointed at another owner's files: the capability names its owner.
             let download = try #require(photo.records.first?["fields"]?["photo"]?["value"]?["downloadURL"]?.stringValue)
-            let parts = AssetsAPITests.path(download).split(separator: "/")
+            let parts = TestData.path(download).split(separator: "/")
             let forgedOwner = "/" + parts.enumerated().map { $0.offset == 2 ? "db999999" : String($0.element) }.joined(separator: "/")
             let denied = try await server.client.execute(uri: forgedOwner.replacingOccurrences(of: "${f}", with: "x.jpg"), method: .get) { $0.status.code }
             #expect(denied == 403, "\(forgedOwner)")

@@ -23,7 +23,7 @@ import Testing
                 #expect(reply.errorCode == "BAD_REQUEST")
                 #expect(reply.json["reason"]?.stringValue?.contains(reason) == true, "wanted \(reason): \(reply.json)")
             }
-            let changes = try await ChangesTests.pull(server)
+            let changes = try await server.pull()
             #expect(changes.records.isEmpty)
         }
     }

@@ -52,12 +52,12 @@ import Testing
 
     @Test func multipartUploadsWorkOverHTTP() async throws {
         try await TestServer.run { server in
-            let file = AssetsAPITests.bytes(200_000)
-            let url = try await AssetsAPITests.uploadURL(server, as: server.alice)
-            let reply = try await AssetsAPITests.send(server, url, Self.body(file: file), headers: [.contentType: "multipart/form-data; boundary=\(Self.boundary)"])
+            let file = TestData.bytes(200_000)
+            let url = try await server.uploadURL(as: server.alice)
+            let reply = try await server.send(url, Self.body(file: file), headers: [.contentType: "multipart/form-data; boundary=\(Self.boundary)"])
             #expect(reply.status == .ok)
             let single = try JSONValue.parse(reply.body.readableBytesView)["singleFile"]
-            #expect(single?["fileChecksum"]?.stringValue == AssetsAPITests.hex(file))
+            #expect(single?["fileChecksum"]?.stringValue == TestData.hex(file))
             #expect(single?["size"] == 200_000)
         }
     }
