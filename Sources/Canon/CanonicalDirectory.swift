@@ -83,7 +83,10 @@ public struct CanonicalDirectory: Sendable {
     /// Venues within `radius` metres of a point, nearest first. With a date (ms), venues active then (opened
     /// by that year, not yet deprecated); without one, venues active now. `sport` filters on the venue's sports.
     public func nearby(latitude: Double, longitude: Double, radius: Double = 5000, sport: String? = nil, on date: Int64? = nil) -> [Nearby] {
-        let year = date.map { Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC")!, from: Date(timeIntervalSince1970: Double($0) / 1000)).year ?? 0 }
+        let year = date.map {
+            Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC")!, from: Date(timeIntervalSince1970: Double($0) / 1000))
+                .year ?? 0
+        }
         return self.stadiums.compactMap { stadium -> Nearby? in
             guard let location = stadium.fields["location"]?.value, let lat = location["latitude"]?.doubleValue,
                 let lon = location["longitude"]?.doubleValue
@@ -99,7 +102,9 @@ public struct CanonicalDirectory: Sendable {
             let distance = Geo.distanceMeters((latitude, longitude), (lat, lon))
             guard distance <= radius else { return nil }
             let confidence: Confidence = distance < 500 ? .high : distance < 2000 ? .medium : .low
-            return Nearby(canonicalId: stadium.recordName, name: stadium.fields["name"]?.value.stringValue ?? stadium.recordName, distanceMeters: distance, confidence: confidence)
+            return Nearby(
+                canonicalId: stadium.recordName, name: stadium.fields["name"]?.value.stringValue ?? stadium.recordName, distanceMeters: distance,
+                confidence: confidence)
         }.sorted { $0.distanceMeters < $1.distanceMeters }
     }
 }

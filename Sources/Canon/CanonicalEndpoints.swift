@@ -43,13 +43,16 @@ public final class CanonicalEndpoints: Sendable {
     func resolve(_ body: JSONValue, _ database: DatabaseRef, _ logger: Logger) async throws -> JSONValue {
         guard let name = body["name"]?.stringValue, !name.isEmpty else { throw CloudError.badRequest("name is required") }
         let results = try await self.directory(for: database, logger: logger).resolve(name, on: try Self.date(body["date"]))
-        return ["results": .array(results.map { result in
-            [
-                "canonicalId": .string(result.canonicalId), "recordType": .string(result.recordType),
-                "uuid": .string(CanonicalID.uuid(for: result.canonicalId).uuidString), "currentName": .string(result.currentName),
-                "allNames": .array(result.allNames.map(JSONValue.string)), "matchedName": .string(result.matchedName),
-            ]
-        })]
+        return [
+            "results": .array(
+                results.map { result in
+                    [
+                        "canonicalId": .string(result.canonicalId), "recordType": .string(result.recordType),
+                        "uuid": .string(CanonicalID.uuid(for: result.canonicalId).uuidString), "currentName": .string(result.currentName),
+                        "allNames": .array(result.allNames.map(JSONValue.string)), "matchedName": .string(result.matchedName),
+                    ]
+                })
+        ]
     }
 
     func nearby(_ body: JSONValue, _ database: DatabaseRef, _ logger: Logger) async throws -> JSONValue {
@@ -60,11 +63,14 @@ public final class CanonicalEndpoints: Sendable {
         guard radius > 0, radius <= 50_000 else { throw CloudError.badRequest("radius must be 1 to 50000 metres") }
         let venues = try await self.directory(for: database, logger: logger).nearby(
             latitude: latitude, longitude: longitude, radius: radius, sport: body["sport"]?.stringValue, on: try Self.date(body["date"]))
-        return ["venues": .array(venues.map { venue in
-            [
-                "canonicalId": .string(venue.canonicalId), "name": .string(venue.name),
-                "distance": .double((venue.distanceMeters * 10).rounded() / 10), "confidence": .string(venue.confidence.rawValue),
-            ]
-        })]
+        return [
+            "venues": .array(
+                venues.map { venue in
+                    [
+                        "canonicalId": .string(venue.canonicalId), "name": .string(venue.name),
+                        "distance": .double((venue.distanceMeters * 10).rounded() / 10), "confidence": .string(venue.confidence.rawValue),
+                    ]
+                })
+        ]
     }
 }

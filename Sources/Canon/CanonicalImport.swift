@@ -60,7 +60,8 @@ public struct CanonicalImportPlan: Sendable {
             }
         }
         guard refusals.isEmpty else {
-            throw CanonError("the source changes immutable fields, which canonical ids never allow; nothing was imported: " + refusals.joined(separator: "; "))
+            throw CanonError(
+                "the source changes immutable fields, which canonical ids never allow; nothing was imported: " + refusals.joined(separator: "; "))
         }
         for record in stored.values.sorted(by: { $0.recordName < $1.recordName })
         where !record.deleted && Self.canonicalTypes.contains(record.recordType) && !sourceNames.contains(record.recordName)

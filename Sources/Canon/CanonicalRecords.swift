@@ -9,8 +9,11 @@ public enum CanonicalID {
         var bytes = Array(SHA256.hash(data: Array(canonicalID.utf8)).prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x80
         bytes[8] = (bytes[8] & 0x3F) | 0x80
-        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
     }
 
     /// Canonical ids are lowercase words joined by `_`, starting with their kind (`stadium_mlb_oracle_park`).
@@ -31,49 +34,65 @@ extension CanonicalDataset {
             records.append(RecordDraft(recordName: id, recordType: type, fields: all))
         }
         for league in self.leagues {
-            try add(league.id, "League", ["name": .string(league.name), "abbreviation": .string(league.abbreviation), "sport": .string(league.sport)])
+            try add(
+                league.id, "League", ["name": .string(league.name), "abbreviation": .string(league.abbreviation), "sport": .string(league.sport)])
         }
         for conference in self.conferences {
             try add(conference.id, "Conference", ["name": .string(conference.name), "league": .reference(conference.leagueId)])
         }
         for division in self.divisions {
-            try add(division.id, "Division", ["name": .string(division.name), "league": .reference(division.leagueId), "conference": division.conferenceId.map(FieldValue.reference)])
+            try add(
+                division.id, "Division",
+                [
+                    "name": .string(division.name), "league": .reference(division.leagueId),
+                    "conference": division.conferenceId.map(FieldValue.reference),
+                ])
         }
         for stadium in self.stadiums {
-            try add(stadium.id, "Stadium", [
-                "name": .string(stadium.name), "city": .string(stadium.city), "state": stadium.state.map(FieldValue.string),
-                "country": .string(stadium.country), "timeZone": .string(stadium.timeZone),
-                "location": FieldValue(type: .location, value: ["latitude": .double(stadium.latitude), "longitude": .double(stadium.longitude)]),
-                "capacity": stadium.capacity.map(FieldValue.int), "yearOpened": stadium.yearOpened.map(FieldValue.int),
-                "deprecatedAt": try stadium.deprecatedAt.map(FieldValue.date),
-                "sports": FieldValue(type: .stringList, value: .array(stadium.sports.map(JSONValue.string))),
-            ])
+            try add(
+                stadium.id, "Stadium",
+                [
+                    "name": .string(stadium.name), "city": .string(stadium.city), "state": stadium.state.map(FieldValue.string),
+                    "country": .string(stadium.country), "timeZone": .string(stadium.timeZone),
+                    "location": FieldValue(type: .location, value: ["latitude": .double(stadium.latitude), "longitude": .double(stadium.longitude)]),
+                    "capacity": stadium.capacity.map(FieldValue.int), "yearOpened": stadium.yearOpened.map(FieldValue.int),
+                    "deprecatedAt": try stadium.deprecatedAt.map(FieldValue.date),
+                    "sports": FieldValue(type: .stringList, value: .array(stadium.sports.map(JSONValue.string))),
+                ])
         }
         for team in self.teams {
-            try add(team.id, "Team", [
-                "name": .string(team.name), "city": .string(team.city), "abbreviation": team.abbreviation.map(FieldValue.string),
-                "league": .reference(team.leagueId), "conference": team.conferenceId.map(FieldValue.reference),
-                "division": team.divisionId.map(FieldValue.reference), "homeStadium": .reference(team.homeStadiumId),
-                "yearFounded": team.yearFounded.map(FieldValue.int), "firstSeason": team.firstSeason.map(FieldValue.int),
-            ])
+            try add(
+                team.id, "Team",
+                [
+                    "name": .string(team.name), "city": .string(team.city), "abbreviation": team.abbreviation.map(FieldValue.string),
+                    "league": .reference(team.leagueId), "conference": team.conferenceId.map(FieldValue.reference),
+                    "division": team.divisionId.map(FieldValue.reference), "homeStadium": .reference(team.homeStadiumId),
+                    "yearFounded": team.yearFounded.map(FieldValue.int), "firstSeason": team.firstSeason.map(FieldValue.int),
+                ])
         }
         for alias in self.stadiumAliases {
-            try add(alias.id, "StadiumAlias", [
-                "stadium": .reference(alias.stadiumId), "name": .string(alias.name),
-                "validFrom": try alias.validFrom.map(FieldValue.date), "validUntil": try alias.validUntil.map(FieldValue.date),
-            ])
+            try add(
+                alias.id, "StadiumAlias",
+                [
+                    "stadium": .reference(alias.stadiumId), "name": .string(alias.name),
+                    "validFrom": try alias.validFrom.map(FieldValue.date), "validUntil": try alias.validUntil.map(FieldValue.date),
+                ])
         }
         for alias in self.teamAliases {
-            try add(alias.id, "TeamAlias", [
-                "team": .reference(alias.teamId), "name": .string(alias.name), "city": alias.city.map(FieldValue.string),
-                "validFrom": try alias.validFrom.map(FieldValue.date), "validUntil": try alias.validUntil.map(FieldValue.date),
-            ])
+            try add(
+                alias.id, "TeamAlias",
+                [
+                    "team": .reference(alias.teamId), "name": .string(alias.name), "city": alias.city.map(FieldValue.string),
+                    "validFrom": try alias.validFrom.map(FieldValue.date), "validUntil": try alias.validUntil.map(FieldValue.date),
+                ])
         }
         for tenancy in self.teamVenues {
-            try add(tenancy.id, "TeamVenue", [
-                "team": .reference(tenancy.teamId), "stadium": .reference(tenancy.stadiumId),
-                "validFrom": try tenancy.validFrom.map(FieldValue.date), "validUntil": try tenancy.validUntil.map(FieldValue.date),
-            ])
+            try add(
+                tenancy.id, "TeamVenue",
+                [
+                    "team": .reference(tenancy.teamId), "stadium": .reference(tenancy.stadiumId),
+                    "validFrom": try tenancy.validFrom.map(FieldValue.date), "validUntil": try tenancy.validUntil.map(FieldValue.date),
+                ])
         }
         var seen = Set<String>()
         for record in records where !seen.insert(record.recordName).inserted {

@@ -2,9 +2,9 @@ import CloudCore
 import Crypto
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import NIOCore
 import _NIOFileSystem
@@ -40,7 +40,9 @@ public final class FileAssetStore: AssetStore {
 
     /// Names become path components: letters, digits, `_` and `-` only.
     static func checkName(_ name: String, what: String) throws {
-        guard (1...128).contains(name.utf8.count), name.utf8.allSatisfy({ $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }) else {
+        guard (1...128).contains(name.utf8.count),
+            name.utf8.allSatisfy({ $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") })
+        else {
             throw CloudError.badRequest("\(what) \(name.debugDescription) is not valid")
         }
     }
@@ -108,7 +110,9 @@ public final class FileAssetStore: AssetStore {
             throw CloudError.badRequest("checksum mismatch: the uploaded bytes have SHA-256 \(checksum), not \(expectedChecksum); upload them again")
         }
         // Durable before it becomes visible.
-        try await self.fileSystem.withFileHandle(forReadingAndWritingAt: path, options: .modifyFile(createIfNecessary: false)) { try await $0.synchronize() }
+        try await self.fileSystem.withFileHandle(forReadingAndWritingAt: path, options: .modifyFile(createIfNecessary: false)) {
+            try await $0.synchronize()
+        }
         return StoredAsset(checksum: checksum, size: length)
     }
 

@@ -40,7 +40,10 @@ public struct TokenSigner: Sendable {
 /// A position in a database's change sequence, for one zone (`changes/zone`, `records/changes`) or for the
 /// database's list of zones (`changes/database`). Opaque to clients; see `docs/SYNC.md` for why it is correct.
 public struct ChangeToken: Sendable, Hashable {
-    public enum Kind: UInt8, Sendable { case zone = 1, database = 2 }
+    public enum Kind: UInt8, Sendable {
+        case zone = 1
+        case database = 2
+    }
     public var kind: Kind
     public var databaseID: Int64
     /// The zone's internal id (a re-created zone of the same name has a new one); 0 for database tokens.
@@ -84,9 +87,10 @@ public struct ChangeToken: Sendable, Hashable {
             let parsedKind = Kind(rawValue: payload[1])
         else { throw Self.notValidHere }
         guard parsedKind == kind else {
-            throw CloudError.badRequest(kind == .zone
-                ? "syncToken is a database token; changes/zone and records/changes need a zone token"
-                : "syncToken is a zone token; changes/database needs a database token")
+            throw CloudError.badRequest(
+                kind == .zone
+                    ? "syncToken is a database token; changes/zone and records/changes need a zone token"
+                    : "syncToken is a zone token; changes/database needs a database token")
         }
         return ChangeToken(
             kind: kind, databaseID: Int64(bigEndianBytes: payload[2..<10]),
@@ -115,7 +119,8 @@ public struct ContinuationMarker: Sendable, Hashable {
             Int64(bigEndianBytes: payload[1..<9]) == queryHash
         else {
             throw CloudError.badRequest(
-                "continuationMarker is not valid for this query (malformed, altered, or issued for another query or database); repeat the same query to page")
+                "continuationMarker is not valid for this query (malformed, altered, or issued for another query or database); repeat the same query to page"
+            )
         }
         return ContinuationMarker(queryHash: queryHash, offset: Int64(bigEndianBytes: payload[9..<17]))
     }

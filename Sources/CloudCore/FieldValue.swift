@@ -1,10 +1,21 @@
 /// The CloudKit Web Services field type tags. Assets are stored and answered as `ASSETID`.
 public enum FieldType: String, Sendable, CaseIterable {
-    case string = "STRING", int64 = "INT64", double = "DOUBLE", timestamp = "TIMESTAMP", bytes = "BYTES"
-    case reference = "REFERENCE", asset = "ASSETID", location = "LOCATION"
-    case stringList = "STRING_LIST", int64List = "INT64_LIST", doubleList = "DOUBLE_LIST"
-    case timestampList = "TIMESTAMP_LIST", bytesList = "BYTES_LIST", referenceList = "REFERENCE_LIST"
-    case assetList = "ASSETID_LIST", locationList = "LOCATION_LIST"
+    case string = "STRING"
+    case int64 = "INT64"
+    case double = "DOUBLE"
+    case timestamp = "TIMESTAMP"
+    case bytes = "BYTES"
+    case reference = "REFERENCE"
+    case asset = "ASSETID"
+    case location = "LOCATION"
+    case stringList = "STRING_LIST"
+    case int64List = "INT64_LIST"
+    case doubleList = "DOUBLE_LIST"
+    case timestampList = "TIMESTAMP_LIST"
+    case bytesList = "BYTES_LIST"
+    case referenceList = "REFERENCE_LIST"
+    case assetList = "ASSETID_LIST"
+    case locationList = "LOCATION_LIST"
 
     /// Parses a wire tag; `ASSET` (request spelling) maps to `ASSETID`.
     public init?(tag: String) {
@@ -165,7 +176,11 @@ public struct FieldValue: Sendable, Hashable {
 
 /// A `REFERENCE` value: a record name in the same zone and what happens when the target goes.
 public struct Reference: Sendable, Hashable {
-    public enum Action: String, Sendable { case none = "NONE", deleteSelf = "DELETE_SELF", validate = "VALIDATE" }
+    public enum Action: String, Sendable {
+        case none = "NONE"
+        case deleteSelf = "DELETE_SELF"
+        case validate = "VALIDATE"
+    }
     public var recordName: String
     public var action: Action
 

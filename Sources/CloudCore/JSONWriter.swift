@@ -24,7 +24,9 @@ public struct JSONWriter: Sendable {
 
     /// `object(_:)` for a type that holds a writer (the HTTP layer's response writer), whose own helpers then
     /// work inside the object.
-    public static func object<Host>(in host: inout Host, at writer: WritableKeyPath<Host, JSONWriter>, _ members: (inout Host) throws -> Void) rethrows {
+    public static func object<Host>(in host: inout Host, at writer: WritableKeyPath<Host, JSONWriter>, _ members: (inout Host) throws -> Void)
+        rethrows
+    {
         host[keyPath: writer].open(UInt8(ascii: "{"))
         try members(&host)
         host[keyPath: writer].close(UInt8(ascii: "}"))

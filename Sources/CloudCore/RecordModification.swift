@@ -76,11 +76,13 @@ public struct ModificationPlan: Sendable {
                 throw CloudError.badRequest("\(path).record.recordChangeTag is required for \(operation.type.rawValue)")
             }
             if let current, let type = operation.recordType, type != current.recordType {
-                throw CloudError.badRequest("\(path).record.recordType \(type) differs from the stored \(current.recordType); a record's type cannot change")
+                throw CloudError.badRequest(
+                    "\(path).record.recordType \(type) differs from the stored \(current.recordType); a record's type cannot change")
             }
             // Per-record outcomes: existence and optimistic concurrency.
             if operation.type == .create, let current {
-                outcomes.append(.failed(recordName: operation.recordName, error: CloudError(.exists, "record to insert already exists"), serverRecord: current))
+                outcomes.append(
+                    .failed(recordName: operation.recordName, error: CloudError(.exists, "record to insert already exists"), serverRecord: current))
                 _ = try rules.fields(of: operation, recordType: operation.recordType ?? current.recordType, base: nil, path: path)
                 continue
             }
@@ -89,12 +91,18 @@ public struct ModificationPlan: Sendable {
                     if operation.type == .forceDelete, let tombstone = existing[operation.recordName] {
                         outcomes.append(.deleted(recordName: operation.recordName, recordType: tombstone.recordType))
                     } else {
-                        outcomes.append(.failed(recordName: operation.recordName, error: .notFound("record \(operation.recordName) does not exist"), serverRecord: nil))
+                        outcomes.append(
+                            .failed(
+                                recordName: operation.recordName, error: .notFound("record \(operation.recordName) does not exist"), serverRecord: nil
+                            ))
                     }
                     continue
                 }
                 if operation.type.checksChangeTag, operation.changeTag != current.changeTag {
-                    outcomes.append(.failed(recordName: operation.recordName, error: CloudError(.conflict, "client oplock error updating record"), serverRecord: current))
+                    outcomes.append(
+                        .failed(
+                            recordName: operation.recordName, error: CloudError(.conflict, "client oplock error updating record"),
+                            serverRecord: current))
                     _ = try rules.fields(of: operation, recordType: current.recordType, base: current, path: path)
                     continue
                 }
@@ -150,7 +158,8 @@ struct FieldRules {
             }
         }
         guard fields.count <= FieldRules.maxFields else {
-            throw CloudError.badRequest("\(path): record \(operation.recordName) has \(fields.count) fields; the limit is \(FieldRules.maxFields) fields per record")
+            throw CloudError.badRequest(
+                "\(path): record \(operation.recordName) has \(fields.count) fields; the limit is \(FieldRules.maxFields) fields per record")
         }
         if let schema = self.schema, let recordType {
             try schema.validate(recordType: recordType, fields: fields, in: self.scope, path: path)
@@ -162,7 +171,8 @@ struct FieldRules {
     func checkSize(of record: Record, path: String) throws {
         let size = record.encodedFields.utf8.count
         if size > self.maxRecordBytes {
-            throw CloudError.badRequest("\(path): record \(record.recordName) is \(size) bytes; the limit is \(self.maxRecordBytes) bytes per record (assets excluded)")
+            throw CloudError.badRequest(
+                "\(path): record \(record.recordName) is \(size) bytes; the limit is \(self.maxRecordBytes) bytes per record (assets excluded)")
         }
     }
 }

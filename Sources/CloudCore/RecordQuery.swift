@@ -11,13 +11,21 @@ public enum QueryTarget: Sendable, Hashable {
 
 /// The filter comparators this server evaluates.
 public enum Comparator: String, Sendable, CaseIterable {
-    case equals = "EQUALS", notEquals = "NOT_EQUALS"
-    case lessThan = "LESS_THAN", lessThanOrEquals = "LESS_THAN_OR_EQUALS"
-    case greaterThan = "GREATER_THAN", greaterThanOrEquals = "GREATER_THAN_OR_EQUALS"
-    case near = "NEAR", `in` = "IN", notIn = "NOT_IN"
-    case beginsWith = "BEGINS_WITH", notBeginsWith = "NOT_BEGINS_WITH"
-    case listContains = "LIST_CONTAINS", notListContains = "NOT_LIST_CONTAINS"
-    case listContainsAny = "LIST_CONTAINS_ANY", listContainsAll = "LIST_CONTAINS_ALL"
+    case equals = "EQUALS"
+    case notEquals = "NOT_EQUALS"
+    case lessThan = "LESS_THAN"
+    case lessThanOrEquals = "LESS_THAN_OR_EQUALS"
+    case greaterThan = "GREATER_THAN"
+    case greaterThanOrEquals = "GREATER_THAN_OR_EQUALS"
+    case near = "NEAR"
+    case `in` = "IN"
+    case notIn = "NOT_IN"
+    case beginsWith = "BEGINS_WITH"
+    case notBeginsWith = "NOT_BEGINS_WITH"
+    case listContains = "LIST_CONTAINS"
+    case notListContains = "NOT_LIST_CONTAINS"
+    case listContainsAny = "LIST_CONTAINS_ANY"
+    case listContainsAll = "LIST_CONTAINS_ALL"
     case listMemberBeginsWith = "LIST_MEMBER_BEGINS_WITH"
 }
 
@@ -91,7 +99,7 @@ public enum Geo {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif

@@ -104,14 +104,21 @@ public struct Schema: Sendable, Hashable, Codable {
                 changes.destructive.append("record type \(typeName) would be removed")
                 continue
             }
-            if new.database != old.database { changes.destructive.append("record type \(typeName) would move from the \(old.database) to the \(new.database) database") }
+            if new.database != old.database {
+                changes.destructive.append("record type \(typeName) would move from the \(old.database) to the \(new.database) database")
+            }
             for (fieldName, field) in old.fields {
                 guard let replacement = new.fields[fieldName] else {
                     changes.destructive.append("field \(typeName).\(fieldName) would be removed")
                     continue
                 }
-                if replacement.type != field.type { changes.destructive.append("field \(typeName).\(fieldName) would change type from \(field.type) to \(replacement.type)") }
-                if replacement.owner != field.owner { changes.destructive.append("field \(typeName).\(fieldName) would change owner from \(field.owner.rawValue) to \(replacement.owner.rawValue)") }
+                if replacement.type != field.type {
+                    changes.destructive.append("field \(typeName).\(fieldName) would change type from \(field.type) to \(replacement.type)")
+                }
+                if replacement.owner != field.owner {
+                    changes.destructive.append(
+                        "field \(typeName).\(fieldName) would change owner from \(field.owner.rawValue) to \(replacement.owner.rawValue)")
+                }
                 if replacement.queryable && !field.queryable { changes.additive.append("index on \(typeName).\(fieldName)") }
                 if replacement.sortable && !field.sortable { changes.additive.append("sorting on \(typeName).\(fieldName)") }
             }

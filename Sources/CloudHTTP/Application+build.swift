@@ -33,7 +33,9 @@ public struct ServerDependencies: Sendable {
 }
 
 /// The router: CloudKit Web Services routes, extension endpoints, `/health`, `/ready` and `/metrics`.
-public func buildRouter(configuration: ServerConfiguration, dependencies: ServerDependencies, extensions: [ExtensionEndpoint] = []) -> Router<BasicRequestContext> {
+public func buildRouter(configuration: ServerConfiguration, dependencies: ServerDependencies, extensions: [ExtensionEndpoint] = []) -> Router<
+    BasicRequestContext
+> {
     let router = Router()
     router.add(middleware: RequestLogMiddleware())
     router.add(middleware: MetricsMiddleware())
@@ -41,7 +43,8 @@ public func buildRouter(configuration: ServerConfiguration, dependencies: Server
     OperationsController(dependencies: dependencies).addRoutes(to: router)
     let capabilities = AssetCapabilities(signer: dependencies.records.signer, clock: configuration.clock)
     let limiter = RateLimiter()
-    AssetController(store: dependencies.assets, records: dependencies.records, capabilities: capabilities, configuration: configuration).addRoutes(to: router)
+    AssetController(store: dependencies.assets, records: dependencies.records, capabilities: capabilities, configuration: configuration).addRoutes(
+        to: router)
     SignInController(credentials: dependencies.credentials, configuration: configuration, limiter: limiter).addRoutes(to: router)
     DatabaseController(
         records: dependencies.records,
@@ -70,4 +73,3 @@ public func buildApplication(
         ],
         logger: logger)
 }
-

@@ -13,13 +13,18 @@ struct AssetCapabilities: Sendable {
     /// Whose time lifetimes are measured in.
     let clock: ServerClock
 
-    enum Kind: UInt8 { case upload = 5, receipt = 6, download = 7 }
+    enum Kind: UInt8 {
+        case upload = 5
+        case receipt = 6
+        case download = 7
+    }
 
     /// A capability of `kind` valid for `seconds` from now.
     func sign(_ kind: Kind, owner: String, validFor seconds: Int, size: Int64 = 0, subject: String) -> String {
         let expires = self.clock.now + Int64(seconds) * 1000
-        return self.signer.sign([kind.rawValue] + Array(owner.utf8) + [0] + withUnsafeBytes(of: expires.bigEndian, Array.init)
-            + withUnsafeBytes(of: size.bigEndian, Array.init) + Array(subject.utf8))
+        return self.signer.sign(
+            [kind.rawValue] + Array(owner.utf8) + [0] + withUnsafeBytes(of: expires.bigEndian, Array.init)
+                + withUnsafeBytes(of: size.bigEndian, Array.init) + Array(subject.utf8))
     }
 
     /// The owner, expiry, size and subject of a capability of `kind`, or nil when altered or of another kind.
@@ -64,7 +69,9 @@ struct AssetController: Sendable {
         guard let capability = request.uri.queryParameters["c"].map(String.init),
             let grant = self.capabilities.verify(.upload, capability), grant.subject == upload
         else { throw CloudError.accessDenied("this upload URL is not valid") }
-        guard grant.expires > self.capabilities.clock.now else { throw CloudError.accessDenied("this upload URL has expired; ask assets/upload for a new one") }
+        guard grant.expires > self.capabilities.clock.now else {
+            throw CloudError.accessDenied("this upload URL has expired; ask assets/upload for a new one")
+        }
         guard let databaseID = databaseID(ofAssetOwner: grant.owner) else { throw CloudError.accessDenied("this upload URL is not valid") }
         return (upload, grant.owner, databaseID)
     }
@@ -106,14 +113,17 @@ struct AssetController: Sendable {
         }
         let length =
             if let boundary {
-                try await self.store.append(MultipartFileStream(base: request.body, boundary: boundary), to: grant.upload, at: offset, maxSize: maxSize)
+                try await self.store.append(
+                    MultipartFileStream(base: request.body, boundary: boundary), to: grant.upload, at: offset, maxSize: maxSize)
             } else {
                 try await self.store.append(request.body, to: grant.upload, at: offset, maxSize: maxSize)
             }
         if let total, length < total {
             var json = JSONWriter()
             json.value(["uploadOffset": .int(length)])
-            return Response(status: .ok, headers: [Self.uploadOffset: String(length), .contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: json.bytes)))
+            return Response(
+                status: .ok, headers: [Self.uploadOffset: String(length), .contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(bytes: json.bytes)))
         }
         // A body of unknown length is checked against the quota once its size is known.
         guard used + length <= quota else {
@@ -129,7 +139,8 @@ struct AssetController: Sendable {
             .receipt, owner: grant.owner, validFor: self.configuration.receiptLifetimeSeconds, size: asset.size, subject: asset.checksum)
         var json = JSONWriter()
         json.value(["singleFile": ["fileChecksum": .string(asset.checksum), "size": .int(asset.size), "receipt": .string(receipt)]])
-        return Response(status: .ok, headers: [.contentType: "application/json; charset=UTF-8"], body: .init(byteBuffer: ByteBuffer(bytes: json.bytes)))
+        return Response(
+            status: .ok, headers: [.contentType: "application/json; charset=UTF-8"], body: .init(byteBuffer: ByteBuffer(bytes: json.bytes)))
     }
 
     func download(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
@@ -138,10 +149,14 @@ struct AssetController: Sendable {
         guard let signature = request.uri.queryParameters["s"].map(String.init),
             let grant = self.capabilities.verify(.download, signature), grant.owner == owner, grant.subject == checksum
         else { throw CloudError.accessDenied("this download URL is not valid") }
-        guard grant.expires > self.capabilities.clock.now else { throw CloudError.accessDenied("this download URL has expired; fetch the record again") }
+        guard grant.expires > self.capabilities.clock.now else {
+            throw CloudError.accessDenied("this download URL has expired; fetch the record again")
+        }
         guard let size = try await self.store.size(owner: owner, checksum: checksum) else { throw CloudError.notFound("no such asset") }
         let etag = "\"\(checksum)\""
-        var headers: HTTPFields = [.eTag: etag, .cacheControl: "private, max-age=31536000, immutable", .acceptRanges: "bytes", .contentType: "application/octet-stream"]
+        var headers: HTTPFields = [
+            .eTag: etag, .cacheControl: "private, max-age=31536000, immutable", .acceptRanges: "bytes", .contentType: "application/octet-stream",
+        ]
         if request.headers[.ifNoneMatch] == etag { return Response(status: .notModified, headers: headers) }
         var range: Range<Int64>? = nil
         if let header = request.headers[.range] {
@@ -156,10 +171,12 @@ struct AssetController: Sendable {
         headers[.contentLength] = String(length)
         let store = self.store
         let requested = range
-        return Response(status: range == nil ? .ok : .partialContent, headers: headers, body: ResponseBody(contentLength: Int(length)) { writer in
-            try await store.read(owner: owner, checksum: checksum, range: requested) { try await writer.write($0) }
-            try await writer.finish(nil)
-        })
+        return Response(
+            status: range == nil ? .ok : .partialContent, headers: headers,
+            body: ResponseBody(contentLength: Int(length)) { writer in
+                try await store.read(owner: owner, checksum: checksum, range: requested) { try await writer.write($0) }
+                try await writer.finish(nil)
+            })
     }
 
     /// One `bytes=a-b`, `bytes=a-` or `bytes=-n` range within `size`.

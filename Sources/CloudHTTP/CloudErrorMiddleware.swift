@@ -18,7 +18,8 @@ struct CloudErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as HTTPError {
             response = Self.response(for: Self.translate(error), requestID: context.id)
         } catch is NIOTooManyBytesError {
-            response = Self.response(for: .badRequest("the request body is larger than this endpoint accepts; split the request"), requestID: context.id)
+            response = Self.response(
+                for: .badRequest("the request body is larger than this endpoint accepts; split the request"), requestID: context.id)
         } catch {
             // Never show database or other internal text to the client: log it with the request id.
             context.logger.error("unexpected error: \(String(reflecting: error))")

@@ -6,7 +6,8 @@ extension DatabaseController {
     @Sendable func modify(_ call: DatabaseCall) async throws -> WireWriter {
         guard let entries = try call.body.objects("operations") else { throw CloudError.badRequest("operations is required") }
         guard entries.count <= self.records.limits.maxOperations else {
-            throw CloudError.badRequest("a request may hold at most \(self.records.limits.maxOperations) operations; this one has \(entries.count): split it")
+            throw CloudError.badRequest(
+                "a request may hold at most \(self.records.limits.maxOperations) operations; this one has \(entries.count): split it")
         }
         let (zone, operations) = try self.operations(entries, in: call)
         try self.checkReceipts(in: operations, database: call.database)
@@ -67,7 +68,8 @@ extension DatabaseController {
                     case .deleted(let name, _):
                         writer.deleted("recordName", name: name)
                     case .failed(let name, let error, let serverRecord):
-                        writer.itemError(error, key: "recordName", name: name, serverRecord: serverRecord.map { RecordSnapshot($0) }, zone: (zone, owner))
+                        writer.itemError(
+                            error, key: "recordName", name: name, serverRecord: serverRecord.map { RecordSnapshot($0) }, zone: (zone, owner))
                     }
                 }
             }
@@ -88,7 +90,8 @@ extension DatabaseController {
             return name
         }
         let zone = try self.zone(call.body, in: call)
-        let found = try await self.records.lookup(names, zoneName: zone, desiredKeys: try call.body.desiredKeys(), in: call.database, logger: call.logger)
+        let found = try await self.records.lookup(
+            names, zoneName: zone, desiredKeys: try call.body.desiredKeys(), in: call.database, logger: call.logger)
         var writer = try self.writer(call)
         writer.object { writer in
             writer.list("records") { writer in
@@ -112,10 +115,11 @@ extension DatabaseController {
         let desiredKeys = try call.body.desiredKeys()
         // A marker is valid only for the same query, zone and keys, in the same database.
         let queryHash = ContinuationMarker.hash(
-            of: JSONWriter.encode(.object([
-                "database": .int(call.database.id), "query": .object(queryObject.values), "zone": .string(zoneWide ? "*" : zone),
-                "keys": desiredKeys.map { .array($0.map(JSONValue.string)) } ?? .null,
-            ])))
+            of: JSONWriter.encode(
+                .object([
+                    "database": .int(call.database.id), "query": .object(queryObject.values), "zone": .string(zoneWide ? "*" : zone),
+                    "keys": desiredKeys.map { .array($0.map(JSONValue.string)) } ?? .null,
+                ])))
         var offset: Int64 = 0
         if let marker = try call.body.string("continuationMarker") {
             offset = try ContinuationMarker.decode(marker, queryHash: queryHash, with: self.records.signer).offset

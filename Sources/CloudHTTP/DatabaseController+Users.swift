@@ -15,7 +15,8 @@ extension DatabaseController {
     func user(_ request: Request, logger: Logger, caller isCaller: Bool) async throws -> Response {
         let caller = try await self.authenticator.caller(for: request, body: ByteBuffer(), logger: logger)
         guard let account = caller.account else {
-            throw self.authenticator.authenticationRequired(request, "users/\(isCaller ? "caller" : "current") needs a signed-in user (ckWebAuthToken)")
+            throw self.authenticator.authenticationRequired(
+                request, "users/\(isCaller ? "caller" : "current") needs a signed-in user (ckWebAuthToken)")
         }
         var writer = WireWriter()
         writer.json.object { json in

@@ -59,8 +59,10 @@ struct DatabaseController: Sendable {
         group.post("assets/rereference") { request, context in try await self.run(request, context, writes: true, self.rereference) }
         group.get("users/current") { request, context in try await self.currentUser(request, context, caller: false) }
         group.get("users/caller") { request, context in try await self.currentUser(request, context, caller: true) }
-        for unsupported in ["subscriptions/list", "subscriptions/lookup", "subscriptions/modify", "records/resolve", "records/accept",
-                            "users/discover", "users/lookup/email", "users/lookup/id", "tokens/create", "tokens/register"] {
+        for unsupported in [
+            "subscriptions/list", "subscriptions/lookup", "subscriptions/modify", "records/resolve", "records/accept",
+            "users/discover", "users/lookup/email", "users/lookup/id", "tokens/create", "tokens/register",
+        ] {
             group.on(RouterPath(unsupported), method: .post) { _, _ -> Response in throw Self.unsupported(unsupported) }
             group.on(RouterPath(unsupported), method: .get) { _, _ -> Response in throw Self.unsupported(unsupported) }
         }
@@ -82,7 +84,9 @@ struct DatabaseController: Sendable {
         let (container, environment) = try self.containerAndEnvironment(context)
         let scopeName = try context.parameters.require("database")
         guard let scope = DatabaseScope(rawValue: scopeName) else {
-            throw CloudError.badRequest(scopeName == "shared" ? "the shared database is not supported by this server" : "database must be public or private, not \(scopeName)")
+            throw CloudError.badRequest(
+                scopeName == "shared" ? "the shared database is not supported by this server" : "database must be public or private, not \(scopeName)"
+            )
         }
         // The body comes first: a server-to-server signature covers it.
         let bytes: ByteBuffer
@@ -92,7 +96,8 @@ struct DatabaseController: Sendable {
             throw CloudError.badRequest("the request body is larger than \(self.maxBodyBytes) bytes; split the request")
         }
         return try await withDatabaseDeadline(self.configuration.databaseTimeout, clock: self.clock) {
-            try await self.answer(request, bytes: bytes, container: container, environment: environment, scope: scope, writes: writes, logger: logger, operation)
+            try await self.answer(
+                request, bytes: bytes, container: container, environment: environment, scope: scope, writes: writes, logger: logger, operation)
         }
     }
 
@@ -143,7 +148,8 @@ struct DatabaseController: Sendable {
     /// Reads the zone of a request; a zone owned by someone else is indistinguishable from a missing one.
     func zone(_ object: WireObject, in call: DatabaseCall) throws -> String {
         let (name, owner) = try object.zoneName()
-        if call.database.scope == .private, let owner, owner != call.database.ownerRecordName, !["__defaultOwner__", "_defaultOwner"].contains(owner) {
+        if call.database.scope == .private, let owner, owner != call.database.ownerRecordName, !["__defaultOwner__", "_defaultOwner"].contains(owner)
+        {
             throw CloudError(.zoneNotFound, "zone \(name) does not exist")
         }
         return name

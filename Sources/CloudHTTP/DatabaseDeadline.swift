@@ -16,8 +16,10 @@ func withDatabaseDeadline<T: Sendable>(
             let timer = Task {
                 do { try await clock.sleep(for: limit) } catch { return }  // cancelled: the work answered first
                 race.work.withLock { $0?.cancel() }
-                race.finish(.failure(CloudError(
-                    .tryAgainLater, "the database did not answer within \(limit.components.seconds) s; retry shortly", retryAfter: 2)))
+                race.finish(
+                    .failure(
+                        CloudError(
+                            .tryAgainLater, "the database did not answer within \(limit.components.seconds) s; retry shortly", retryAfter: 2)))
             }
             race.work.withLock {
                 $0 = Task {

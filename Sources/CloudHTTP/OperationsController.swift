@@ -17,7 +17,8 @@ struct OperationsController: Sendable {
                     try await records.pendingMigrations(migrations, logger: logger)
                 }
                 guard pending.isEmpty else {
-                    return Self.json(["status": "migrations pending", "pending": .array(pending.map { .int(Int64($0.version)) })], status: .serviceUnavailable)
+                    return Self.json(
+                        ["status": "migrations pending", "pending": .array(pending.map { .int(Int64($0.version)) })], status: .serviceUnavailable)
                 }
                 return Self.json(["status": "ready"])
             } catch {
@@ -26,7 +27,9 @@ struct OperationsController: Sendable {
             }
         }
         router.get("openapi.yaml") { _, _ in
-            guard let url = Bundle.module.url(forResource: "openapi", withExtension: "yaml"), let spec = FileManager.default.contents(atPath: url.path) else {
+            guard let url = Bundle.module.url(forResource: "openapi", withExtension: "yaml"),
+                let spec = FileManager.default.contents(atPath: url.path)
+            else {
                 throw CloudError.notFound("openapi.yaml is not installed next to the server binary")
             }
             return Response(status: .ok, headers: [.contentType: "application/yaml"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: spec)))
@@ -39,6 +42,7 @@ struct OperationsController: Sendable {
     }
 
     static func json(_ value: JSONValue, status: HTTPResponse.Status = .ok) -> Response {
-        Response(status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(string: JSONWriter.encode(value))))
+        Response(
+            status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(string: JSONWriter.encode(value))))
     }
 }

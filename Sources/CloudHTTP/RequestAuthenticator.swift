@@ -92,7 +92,7 @@ struct RequestAuthenticator: Sendable {
     /// signing variations of real clients, within the clock window and once per signature.
     func serverToServerCaller(_ request: Request, body: ByteBuffer, logger: Logger) async throws -> Caller {
         guard let keyID = request.headers[Self.keyIDHeader], let date = request.headers[Self.dateHeader],
-              let signatureText = request.headers[Self.signatureHeader]
+            let signatureText = request.headers[Self.signatureHeader]
         else {
             throw CloudError(.authenticationFailed, "a signed request needs X-Apple-CloudKit-Request-KeyID, -ISO8601Date and -SignatureV1")
         }
@@ -101,10 +101,11 @@ struct RequestAuthenticator: Sendable {
         }
         let window = Double(self.configuration.auth.signatureWindowSeconds)
         guard abs(signedAt.timeIntervalSinceNow) <= window else {
-            throw CloudError(.authenticationFailed, "the request was signed at \(date), more than \(Int(window / 60)) minutes from the server's clock")
+            throw CloudError(
+                .authenticationFailed, "the request was signed at \(date), more than \(Int(window / 60)) minutes from the server's clock")
         }
         guard let signatureBytes = Data(base64Encoded: signatureText),
-              let signature = try? P256.Signing.ECDSASignature(derRepresentation: signatureBytes)
+            let signature = try? P256.Signing.ECDSASignature(derRepresentation: signatureBytes)
         else {
             throw CloudError(.authenticationFailed, "X-Apple-CloudKit-Request-SignatureV1 is not a base64 DER ECDSA signature")
         }

@@ -20,7 +20,8 @@ public struct ServerService: Service {
 
     public init(
         stores: Stores, configuration: ServerConfiguration, migrations: [Migration], applyMigrations: Bool,
-        metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), extensions: @escaping @Sendable (RecordStore) -> [ExtensionEndpoint], logger: Logger
+        metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), extensions: @escaping @Sendable (RecordStore) -> [ExtensionEndpoint],
+        logger: Logger
     ) {
         self.stores = stores
         self.configuration = configuration
@@ -35,7 +36,7 @@ public struct ServerService: Service {
         let dependencies: ServerDependencies
         do {
             dependencies = try await cancelWhenGracefulShutdown { try await self.start() }
-        } catch where Task.isShuttingDownGracefully {
+        } catch  where Task.isShuttingDownGracefully {
             self.logger.notice("stopped during start-up")
             return
         }

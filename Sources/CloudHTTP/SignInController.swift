@@ -45,8 +45,8 @@ struct SignInController: Sendable {
         let auth = self.configuration.auth
         let idleSeconds = form.keepSignedIn ? auth.keepSignedInSeconds : auth.sessionIdleSeconds
         guard form.password.utf8.count <= PasswordHasher.maximumPasswordLength,
-              let (account, token) = try await self.credentials.signIn(
-                  accountName: form.accountName, password: form.password, idleMs: Int64(idleSeconds) * 1000, logger: context.logger)
+            let (account, token) = try await self.credentials.signIn(
+                accountName: form.accountName, password: form.password, idleMs: Int64(idleSeconds) * 1000, logger: context.logger)
         else {
             context.logger.info("sign-in refused", metadata: ["account": "\(form.accountName)"])
             let error = CloudError(.authenticationFailed, "wrong account name or password")
@@ -68,9 +68,12 @@ struct SignInController: Sendable {
             var query = URLComponents()
             query.queryItems = [URLQueryItem(name: "ckWebAuthToken", value: token)]
             let encoded = (query.percentEncodedQuery ?? "").replacingOccurrences(of: "+", with: "%2B")
-            return Response(status: .seeOther, headers: [.location: callback + (callback.contains("?") ? "&" : "?") + encoded, .cacheControl: "no-store"])
+            return Response(
+                status: .seeOther, headers: [.location: callback + (callback.contains("?") ? "&" : "?") + encoded, .cacheControl: "no-store"])
         }
-        return Self.page("<h1>Signed in</h1><p>Signed in as \(Self.escape(account.name)). Your web auth token (ckWebAuthToken):</p><pre>\(Self.escape(token))</pre>")
+        return Self.page(
+            "<h1>Signed in</h1><p>Signed in as \(Self.escape(account.name)). Your web auth token (ckWebAuthToken):</p><pre>\(Self.escape(token))</pre>"
+        )
     }
 
     /// A callback must start with an operator-approved prefix: otherwise a crafted link could send a person's

@@ -85,7 +85,8 @@ extension RecordOperation {
         }
         guard let type = OperationType(rawValue: typeName) else {
             throw CloudError.badRequest(
-                "\(operation.name("operationType")) \(typeName.debugDescription) is not one of \(OperationType.allCases.map(\.rawValue).joined(separator: ", "))")
+                "\(operation.name("operationType")) \(typeName.debugDescription) is not one of \(OperationType.allCases.map(\.rawValue).joined(separator: ", "))"
+            )
         }
         guard let record = try operation.object("record") else { throw CloudError.badRequest("\(operation.name("record")) is required") }
         let recordName: String
@@ -119,7 +120,9 @@ extension RecordQuery {
                 throw CloudError.badRequest("\(filter.name("comparator")) is required")
             }
             guard let comparator = Comparator(rawValue: comparatorName) else {
-                throw CloudError.badRequest("\(filter.name("comparator")) \(comparatorName) is not supported; use one of \(Comparator.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw CloudError.badRequest(
+                    "\(filter.name("comparator")) \(comparatorName) is not supported; use one of \(Comparator.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
             }
             guard let rawValue = filter["fieldValue"],
                 let value = try FieldValue.parse(rawValue, path: filter.name("fieldValue"))
@@ -156,7 +159,8 @@ extension RecordQuery {
     static func target(_ entry: WireObject) throws -> QueryTarget {
         if let system = try entry.string("systemFieldName") {
             guard let field = SystemField(rawValue: system) ?? internalSystemNames[system] else {
-                throw CloudError.badRequest("\(entry.name("systemFieldName")) \(system) is not one of \(SystemField.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw CloudError.badRequest(
+                    "\(entry.name("systemFieldName")) \(system) is not one of \(SystemField.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             return .system(field)
         }

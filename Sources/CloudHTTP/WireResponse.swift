@@ -121,33 +121,35 @@ struct WireWriter {
             dictionary["downloadURL"] = .string(downloadURL(checksum))
             return .object(dictionary)
         }
-        return .object(object.mapValues { stored in
-            guard let field = FieldValue(stored: stored) else { return stored }
-            switch field.type {
-            case .asset: return FieldValue(type: .asset, value: withURL(field.value)).json
-            case .assetList: return FieldValue(type: .assetList, value: .array((field.value.arrayValue ?? []).map(withURL))).json
-            default: return stored
-            }
-        })
+        return .object(
+            object.mapValues { stored in
+                guard let field = FieldValue(stored: stored) else { return stored }
+                switch field.type {
+                case .asset: return FieldValue(type: .asset, value: withURL(field.value)).json
+                case .assetList: return FieldValue(type: .assetList, value: .array((field.value.arrayValue ?? []).map(withURL))).json
+                default: return stored
+                }
+            })
     }
 
     /// Field values of numeric types as strings, for `numbersAsStrings`.
     static func stringifyingNumbers(_ fields: JSONValue) -> JSONValue {
         guard case .object(let object) = fields else { return fields }
-        return .object(object.mapValues { stored in
-            guard let field = FieldValue(stored: stored), field.type.isNumeric || (field.type.elementType?.isNumeric ?? false) else {
-                return stored
-            }
-            func text(_ value: JSONValue) -> JSONValue {
-                switch value {
-                case .int(let number): .string(String(number))
-                case .double(let number): .string("\(number)")
-                case .array(let items): .array(items.map(text))
-                default: value
+        return .object(
+            object.mapValues { stored in
+                guard let field = FieldValue(stored: stored), field.type.isNumeric || (field.type.elementType?.isNumeric ?? false) else {
+                    return stored
                 }
-            }
-            return FieldValue(type: field.type, value: text(field.value)).json
-        })
+                func text(_ value: JSONValue) -> JSONValue {
+                    switch value {
+                    case .int(let number): .string(String(number))
+                    case .double(let number): .string("\(number)")
+                    case .array(let items): .array(items.map(text))
+                    default: value
+                    }
+                }
+                return FieldValue(type: field.type, value: text(field.value)).json
+            })
     }
 
     func response() -> Response {

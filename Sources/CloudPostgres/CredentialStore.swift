@@ -76,7 +76,9 @@ public final class CredentialStore: Sendable {
     // MARK: Accounts and passwords
 
     /// Creates an account, with a password when given, and a first web auth token (a keep-signed-in session).
-    public func createAccount(name: String, password: String? = nil, idleMs: Int64, logger: Logger) async throws -> (account: Account, webAuthToken: String) {
+    public func createAccount(name: String, password: String? = nil, idleMs: Int64, logger: Logger) async throws -> (
+        account: Account, webAuthToken: String
+    ) {
         try FieldName.validate(name, path: "account", what: "account name")
         let passwordHash = try await password.asyncMap { try await self.hashPassword($0) }
         let userRecordName = "_" + Self.hex(Self.randomBytes(16))
@@ -98,12 +100,14 @@ public final class CredentialStore: Sendable {
     /// Sets (or, with `nil`, removes) an account's password; false when no account has that name.
     public func setPassword(accountName: String, password: String?, logger: Logger) async throws -> Bool {
         let passwordHash = try await password.asyncMap { try await self.hashPassword($0) }
-        return try await self.touchesRow("UPDATE accounts SET password_hash = \(passwordHash) WHERE name = \(accountName) RETURNING 1", logger: logger)
+        return try await self.touchesRow(
+            "UPDATE accounts SET password_hash = \(passwordHash) WHERE name = \(accountName) RETURNING 1", logger: logger)
     }
 
     /// Checks a name and password and starts a session; `nil` for an unknown name, a wrong password or an account
     /// without one, all alike and in about the same time.
-    public func signIn(accountName: String, password: String, idleMs: Int64, logger: Logger) async throws -> (account: Account, webAuthToken: String)? {
+    public func signIn(accountName: String, password: String, idleMs: Int64, logger: Logger) async throws -> (account: Account, webAuthToken: String)?
+    {
         let rows = try await translatingDatabaseErrors {
             try await self.client.query(
                 "SELECT id, user_record_name, password_hash FROM accounts WHERE name = \(accountName)", logger: logger)
@@ -122,7 +126,9 @@ public final class CredentialStore: Sendable {
     }
 
     /// A hash no password matches in practice, verified for unknown names so that they cost the same time.
-    private var decoyHash: String { "$scrypt$ln=\(self.hasher.log2Rounds),r=8,p=3$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" }
+    private var decoyHash: String {
+        "$scrypt$ln=\(self.hasher.log2Rounds),r=8,p=3$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+    }
 
     private func hashPassword(_ password: String) async throws -> String {
         try PasswordHasher.check(password)

@@ -52,7 +52,10 @@ public struct Migration: Sendable, Equatable {
 
 /// The state of one migration in a database.
 public struct MigrationStatus: Sendable, Equatable {
-    public enum State: String, Sendable { case applied, pending, modified, missingFile = "missing file" }
+    public enum State: String, Sendable {
+        case applied, pending, modified
+        case missingFile = "missing file"
+    }
     public var version: Int
     public var name: String
     public var state: State
@@ -112,11 +115,12 @@ public struct Migrator: Sendable {
                         applied_at timestamptz NOT NULL DEFAULT now())
                     """, logger: self.logger)
                 let applied = try await Self.applied(on: connection, logger: self.logger)
-                try Self.check(self.migrations.map { known in
-                    let state: MigrationStatus.State =
-                        applied[known.version].map { $0.checksum == known.checksum ? .applied : .modified } ?? .pending
-                    return MigrationStatus(version: known.version, name: known.name, state: state)
-                })
+                try Self.check(
+                    self.migrations.map { known in
+                        let state: MigrationStatus.State =
+                            applied[known.version].map { $0.checksum == known.checksum ? .applied : .modified } ?? .pending
+                        return MigrationStatus(version: known.version, name: known.name, state: state)
+                    })
                 guard applied[migration.version] == nil else { return false }
                 self.logger.info("applying migration", metadata: ["version": "\(migration.version)", "name": "\(migration.name)"])
                 try await connection.query(PostgresQuery(unsafeSQL: try migration.asOneStatement()), logger: self.logger)
@@ -144,7 +148,8 @@ public struct Migrator: Sendable {
     static func check(_ statuses: [MigrationStatus]) throws {
         if let modified = statuses.first(where: { $0.state == .modified }) {
             throw ConfigurationError(
-                "migration \(modified.version)_\(modified.name) was edited after it was applied; migrations are append-only: restore the file and add a new migration instead")
+                "migration \(modified.version)_\(modified.name) was edited after it was applied; migrations are append-only: restore the file and add a new migration instead"
+            )
         }
     }
 

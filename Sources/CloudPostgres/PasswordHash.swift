@@ -35,8 +35,8 @@ public struct PasswordHasher: Sendable {
             parameters[kv[0]] = value
         }
         guard let ln = parameters["ln"], let r = parameters["r"], let p = parameters["p"], (1...20).contains(ln),
-              let salt = Self.unbase64(parts[3]), let expected = Self.unbase64(parts[4]),
-              let actual = try? derive(password, salt: salt, log2Rounds: ln, blockSize: r, parallelism: p)
+            let salt = Self.unbase64(parts[3]), let expected = Self.unbase64(parts[4]),
+            let actual = try? derive(password, salt: salt, log2Rounds: ln, blockSize: r, parallelism: p)
         else { return false }
         // Constant time: the comparison must not tell an attacker how many bytes matched.
         return actual.count == expected.count && zip(actual, expected).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0

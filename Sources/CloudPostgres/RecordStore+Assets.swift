@@ -29,7 +29,9 @@ extension RecordStore {
     /// Removes blobs a crash left behind: published (renamed into place) but their row never committed. Each is
     /// checked again under its asset lock, so an upload publishing the same bytes right now keeps them. Returns
     /// how many went.
-    public func collectOrphanBlobs(_ blobs: [(databaseID: Int64, checksum: String)], logger: Logger, remove: (Int64, String) async throws -> Void) async throws -> Int {
+    public func collectOrphanBlobs(_ blobs: [(databaseID: Int64, checksum: String)], logger: Logger, remove: (Int64, String) async throws -> Void)
+        async throws -> Int
+    {
         // One query finds the blobs that have rows (nearly all); only the rest are checked one by one.
         let known = try await self.client.reading { connection in
             var known = Set<String>()
@@ -71,7 +73,9 @@ extension RecordStore {
     /// database's write lock (a write that references it either commits first, and it stays, or fails its asset
     /// check) and its asset lock (an upload of the same bytes waits). `remove` deletes the bytes inside that
     /// transaction. Returns how many went.
-    public func collectUnreferencedAssets(storedBeforeMs cutoffMs: Int64, logger: Logger, remove: (Int64, String) async throws -> Void) async throws -> Int {
+    public func collectUnreferencedAssets(storedBeforeMs cutoffMs: Int64, logger: Logger, remove: (Int64, String) async throws -> Void) async throws
+        -> Int
+    {
         let candidates = try await self.client.reading { connection in
             var found: [(Int64, String)] = []
             for try await row in try await connection.query(
@@ -87,7 +91,8 @@ extension RecordStore {
         var removed = 0
         for (databaseID, checksum) in candidates {
             let deleted = try await self.client.transaction(logger: logger) { connection -> Bool in
-                _ = try await Self.lockChangeSequence(of: DatabaseRef(id: databaseID, scope: .private, ownerRecordName: ""), on: connection, logger: logger)
+                _ = try await Self.lockChangeSequence(
+                    of: DatabaseRef(id: databaseID, scope: .private, ownerRecordName: ""), on: connection, logger: logger)
                 try await Self.lockAsset(databaseID: databaseID, checksum: checksum, on: connection, logger: logger)
                 var gone = false
                 for try await _ in try await connection.query(
@@ -96,7 +101,8 @@ extension RecordStore {
                         SELECT 1 FROM records r JOIN zones z ON z.id = r.zone_id
                         WHERE z.database_id = a.database_id AND NOT r.deleted AND r.asset_refs @> ARRAY[a.checksum])
                     RETURNING 1
-                    """, logger: logger) { gone = true }
+                    """, logger: logger)
+                { gone = true }
                 if gone { try await remove(databaseID, checksum) }
                 return gone
             }

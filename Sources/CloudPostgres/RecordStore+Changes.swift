@@ -45,7 +45,9 @@ extension RecordStore {
             }
             guard let zone else { throw CloudError(.zoneNotFound, "zone \(zoneName) does not exist") }
             if let token {
-                if token.zoneID != zone.id { try await self.rejectForeignZoneToken(token, zoneName: zoneName, in: database, on: connection, logger: logger) }
+                if token.zoneID != zone.id {
+                    try await self.rejectForeignZoneToken(token, zoneName: zoneName, in: database, on: connection, logger: logger)
+                }
                 if token.isExpired(purgedSeq: zone.purged) { throw CloudError.changeTokenExpired }
             }
             let moreComing = records.count > limit
@@ -67,7 +69,9 @@ extension RecordStore {
 
     /// A token of another zone: expired when it is of a deleted zone of the same name (the client starts over),
     /// otherwise a client mistake.
-    func rejectForeignZoneToken(_ token: ChangeToken, zoneName: String, in database: DatabaseRef, on connection: PostgresConnection, logger: Logger) async throws -> Never {
+    func rejectForeignZoneToken(_ token: ChangeToken, zoneName: String, in database: DatabaseRef, on connection: PostgresConnection, logger: Logger)
+        async throws -> Never
+    {
         let rows = try await connection.query(
             "SELECT 1 FROM zones WHERE id = \(token.zoneID) AND database_id = \(database.id) AND zone_name = \(zoneName) AND deleted",
             logger: logger)

@@ -6,7 +6,9 @@ import PostgresNIO
 /// The `Idempotency-Key` extension: answers kept with their writes, so a retried write is answered, not redone.
 extension RecordStore {
     /// The stored answer for `write`'s key, or nil; a key reused for another request is BAD_REQUEST.
-    static func storedAnswer(_ write: IdempotentWrite, databaseID: Int64, on connection: PostgresConnection, logger: Logger) async throws -> StoredAnswer? {
+    static func storedAnswer(_ write: IdempotentWrite, databaseID: Int64, on connection: PostgresConnection, logger: Logger) async throws
+        -> StoredAnswer?
+    {
         let rows = try await connection.query(
             "SELECT request_hash, status, answer FROM idempotent_writes WHERE database_id = \(databaseID) AND key = \(write.key)", logger: logger)
         for try await (hash, status, answer) in rows.decode((Data, Int, Data).self) {

@@ -41,7 +41,9 @@ extension RecordStore {
 
     /// Every live record of `types` in a zone, with the database's change head they reflect (one snapshot), for
     /// callers that keep a derived index and rebuild it when the head moves.
-    public func records(ofTypes types: [String], zoneName: String, in database: DatabaseRef, logger: Logger) async throws -> (records: [Record], head: Int64) {
+    public func records(ofTypes types: [String], zoneName: String, in database: DatabaseRef, logger: Logger) async throws -> (
+        records: [Record], head: Int64
+    ) {
         try await self.client.reading { connection in
             var builder = SQLBuilder()
             let columns = Self.recordColumns(&builder, desiredKeys: nil)
@@ -66,7 +68,9 @@ extension RecordStore {
     /// The database's last change number.
     public func changeHead(of database: DatabaseRef, logger: Logger) async throws -> Int64 {
         try await self.client.reading { connection in
-            for try await head in try await connection.query("SELECT change_seq FROM databases WHERE id = \(database.id)", logger: logger).decode(Int64.self) {
+            for try await head in try await connection.query("SELECT change_seq FROM databases WHERE id = \(database.id)", logger: logger).decode(
+                Int64.self)
+            {
                 return head
             }
             return 0

@@ -13,7 +13,8 @@ extension RecordStore {
         stamp: ChangeStamp, idempotency: IdempotentWrite? = nil, logger: Logger
     ) async throws -> ModifyResult {
         guard operations.count <= self.limits.maxOperations else {
-            throw CloudError.badRequest("a request may hold at most \(self.limits.maxOperations) operations; this one has \(operations.count): split it")
+            throw CloudError.badRequest(
+                "a request may hold at most \(self.limits.maxOperations) operations; this one has \(operations.count): split it")
         }
         let atomic = zoneName != defaultZoneName && (requestedAtomic ?? true)
         let limits = self.limits
@@ -44,12 +45,15 @@ extension RecordStore {
                 guard !writes.isEmpty else { return try await finish(ModifyResult(outcomes: plan.outcomes, atomicFailed: false)) }
                 try await Self.checkAssetsExist(writes, databaseID: database.id, on: connection, logger: logger)
                 let creates = Set(operations.filter { $0.type == .create }.map(\.recordName))
-                let taken = try await Self.store(writes, creates: creates, zoneID: zoneID, databaseID: database.id, lastSeq: lastSeq, on: connection, logger: logger)
+                let taken = try await Self.store(
+                    writes, creates: creates, zoneID: zoneID, databaseID: database.id, lastSeq: lastSeq, on: connection, logger: logger)
                 guard !taken.isEmpty else { return try await finish(ModifyResult(outcomes: plan.outcomes, atomicFailed: false)) }
                 let current = try await Self.loadRecords(Array(taken), zoneID: zoneID, on: connection, logger: logger)
                 let outcomes = plan.outcomes.map { outcome -> OperationOutcome in
                     guard case .saved(let record) = outcome, taken.contains(record.recordName) else { return outcome }
-                    return .failed(recordName: record.recordName, error: CloudError(.exists, "record to insert already exists"), serverRecord: current[record.recordName])
+                    return .failed(
+                        recordName: record.recordName, error: CloudError(.exists, "record to insert already exists"),
+                        serverRecord: current[record.recordName])
                 }
                 // An atomic batch with a taken name must leave nothing behind: throwing rolls the transaction back.
                 if atomic { throw AtomicBatchFailed(outcomes: Self.atomicFailure(outcomes)) }
@@ -88,7 +92,9 @@ extension RecordStore {
 
     /// The first statement of a record write: takes the database lock, finds the zone and the schema version
     /// in one round trip. Returns the last change number, the zone's id and the schema in force.
-    func beginWrite(zoneName: String, in database: DatabaseRef, on connection: PostgresConnection, logger: Logger) async throws -> (Int64, Int64, Schema?) {
+    func beginWrite(zoneName: String, in database: DatabaseRef, on connection: PostgresConnection, logger: Logger) async throws -> (
+        Int64, Int64, Schema?
+    ) {
         let rows = try await connection.query(
             """
             SELECT d.change_seq,
@@ -146,15 +152,17 @@ extension RecordStore {
             var builder = SQLBuilder()
             let columns = Self.recordColumns(&builder, desiredKeys: [])
             builder.append(
-                "SELECT \(columns) FROM records r WHERE r.zone_id = \(builder.bind(zoneID)) AND NOT r.deleted AND r.cascade_refs && \(builder.bind(deleted))::text[]")
+                "SELECT \(columns) FROM records r WHERE r.zone_id = \(builder.bind(zoneID)) AND NOT r.deleted AND r.cascade_refs && \(builder.bind(deleted))::text[]"
+            )
             var next: [String] = []
             for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {
                 let snapshot = Self.snapshot(columns)
                 guard touched.insert(snapshot.recordName).inserted else { continue }
                 lastSeq += 1
-                writes.append(Record(
-                    recordName: snapshot.recordName, recordType: snapshot.recordType, changeSeq: lastSeq, deleted: true,
-                    fields: [:], created: snapshot.created, modified: stamp))
+                writes.append(
+                    Record(
+                        recordName: snapshot.recordName, recordType: snapshot.recordType, changeSeq: lastSeq, deleted: true,
+                        fields: [:], created: snapshot.created, modified: stamp))
                 next.append(snapshot.recordName)
             }
             deleted = next

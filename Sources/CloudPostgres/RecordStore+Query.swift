@@ -97,11 +97,13 @@ enum QuerySQL {
                 let latitude = value.value["latitude"]?.doubleValue, let longitude = value.value["longitude"]?.doubleValue
             else { throw CloudError.badRequest("distance applies to NEAR or LESS_THAN with a LOCATION value on \(name)") }
             let d = builder.bind(distance)
-            return "(\(x) ->> 'latitude' IS NOT NULL AND \(self.distance(from: x, latitude: latitude, longitude: longitude, &builder)) <= \(d)::float8)"
+            return
+                "(\(x) ->> 'latitude' IS NOT NULL AND \(self.distance(from: x, latitude: latitude, longitude: longitude, &builder)) <= \(d)::float8)"
         }
         switch filter.comparator {
         case .equals, .notEquals:
-            let condition = isReference
+            let condition =
+                isReference
                 ? "(\(x) ->> 'recordName' = \(builder.bind(value.value["recordName"]?.stringValue ?? "")))"
                 : "(\(x) = \(self.json(value.value, &builder)))"
             return filter.comparator == .equals ? condition : negate(condition)
@@ -116,11 +118,12 @@ enum QuerySQL {
             throw CloudError.badRequest("NEAR on \(name) needs a distance (metres)")
         case .in, .notIn:
             let items = try elements()
-            let condition = items.first.map { _ in
-                isReference || value.type == .referenceList
-                    ? "(\(x) ->> 'recordName' = ANY(\(builder.bind(items.compactMap { $0["recordName"]?.stringValue }))::text[]))"
-                    : "(\(self.json(.array(items), &builder)) @> jsonb_build_array(\(x)))"
-            } ?? "false"
+            let condition =
+                items.first.map { _ in
+                    isReference || value.type == .referenceList
+                        ? "(\(x) ->> 'recordName' = ANY(\(builder.bind(items.compactMap { $0["recordName"]?.stringValue }))::text[]))"
+                        : "(\(self.json(.array(items), &builder)) @> jsonb_build_array(\(x)))"
+                } ?? "false"
             return filter.comparator == .in ? condition : negate(condition)
         case .beginsWith, .notBeginsWith:
             guard let prefix = value.value.stringValue else { throw CloudError.badRequest("BEGINS_WITH on \(name) needs a string") }
@@ -139,7 +142,8 @@ enum QuerySQL {
             guard let prefix = value.value.stringValue else {
                 throw CloudError.badRequest("LIST_MEMBER_BEGINS_WITH on \(name) needs a string")
             }
-            return "(jsonb_typeof(\(x)) = 'array' AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(\(x)) e WHERE starts_with(e, \(builder.bind(prefix)))))"
+            return
+                "(jsonb_typeof(\(x)) = 'array' AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(\(x)) e WHERE starts_with(e, \(builder.bind(prefix)))))"
         }
     }
 

@@ -16,7 +16,8 @@ extension RecordStore {
         }
         return ["record_name", "record_type", "change_seq", "deleted"].map { "r.\($0)" }.joined(separator: ", ")
             + ", \(fields), "
-            + ["created_ms", "created_by", "created_device", "modified_ms", "modified_by", "modified_device"].map { "r.\($0)" }.joined(separator: ", ")
+            + ["created_ms", "created_by", "created_device", "modified_ms", "modified_by", "modified_device"].map { "r.\($0)" }.joined(
+                separator: ", ")
     }
 
     typealias RecordColumns = (String, String, Int64, Bool, String, Int64, String, String, Int64, String, String)

@@ -64,9 +64,10 @@ extension RecordStore {
     static func indexStatement(recordType: String, field: String) -> PostgresQuery {
         let digest = SHA256.hash(data: Array("\(recordType).\(field)".utf8)).prefix(8).hexString
         func literal(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
-        return PostgresQuery(unsafeSQL: """
-            CREATE INDEX IF NOT EXISTS records_field_\(digest) ON records (zone_id, (fields -> \(literal(field)) -> 'value'))
-            WHERE record_type = \(literal(recordType)) AND NOT deleted
-            """)
+        return PostgresQuery(
+            unsafeSQL: """
+                CREATE INDEX IF NOT EXISTS records_field_\(digest) ON records (zone_id, (fields -> \(literal(field)) -> 'value'))
+                WHERE record_type = \(literal(recordType)) AND NOT deleted
+                """)
     }
 }

@@ -79,7 +79,6 @@ public final class RecordStore: Sendable {
         throw CloudError(.zoneNotFound, "zone \(name) does not exist")
     }
 
-
     // MARK: records/lookup
 
     /// The live records with these names, in request order; `nil` for a name that does not exist.
@@ -91,7 +90,8 @@ public final class RecordStore: Sendable {
             var builder = SQLBuilder()
             let columns = Self.recordColumns(&builder, desiredKeys: desiredKeys)
             builder.append(
-                "SELECT \(columns) FROM records r WHERE r.zone_id = \(builder.bind(zoneID)) AND NOT r.deleted AND r.record_name = ANY(\(builder.bind(names)))")
+                "SELECT \(columns) FROM records r WHERE r.zone_id = \(builder.bind(zoneID)) AND NOT r.deleted AND r.record_name = ANY(\(builder.bind(names)))"
+            )
             var found: [String: RecordSnapshot] = [:]
             for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {
                 found[columns.0] = Self.snapshot(columns)

@@ -3,7 +3,7 @@ import Crypto
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Bytes moved so far out of the whole.
@@ -42,15 +42,18 @@ extension SyncEngine {
         if let saved = state {
             url = saved.url
         } else {
-            let answer = try await self.service.call(.private, "assets/upload", [
-                "zoneID": ["zoneName": .string(zone)],
-                "tokens": [["recordName": .string(recordName), "recordType": .string(recordType), "fieldName": .string(fieldName)]],
-            ])
+            let answer = try await self.service.call(
+                .private, "assets/upload",
+                [
+                    "zoneID": ["zoneName": .string(zone)],
+                    "tokens": [["recordName": .string(recordName), "recordType": .string(recordType), "fieldName": .string(fieldName)]],
+                ])
             guard let given = answer["tokens"]?[0]?["url"]?.stringValue else {
                 throw SyncError(code: "UNKNOWN_ERROR", reason: "assets/upload answered no upload URL", status: 200)
             }
             url = given
-            try self.store.setUpload(.init(checksum: checksum, size: size, url: url, createdAt: Timestamp.now), recordName: recordName, fieldName: fieldName)
+            try self.store.setUpload(
+                .init(checksum: checksum, size: size, url: url, createdAt: Timestamp.now), recordName: recordName, fieldName: fieldName)
             offset = 0
         }
         let handle = try FileHandle(forReadingFrom: file)
@@ -66,7 +69,8 @@ extension SyncEngine {
                 if let stored = answer["singleFile"], let receipt = stored["receipt"] {
                     try self.store.setUpload(nil, recordName: recordName, fieldName: fieldName)
                     progress(TransferProgress(bytes: size, total: size))
-                    return FieldValue(type: .asset, value: ["fileChecksum": stored["fileChecksum"] ?? .string(checksum), "size": .int(size), "receipt": receipt])
+                    return FieldValue(
+                        type: .asset, value: ["fileChecksum": stored["fileChecksum"] ?? .string(checksum), "size": .int(size), "receipt": receipt])
                 }
                 offset = answer["uploadOffset"]?.int64Value ?? offset + Int64(chunk.count)
                 failures = 0
@@ -92,18 +96,25 @@ extension SyncEngine {
         while true {
             guard let value = try self.store.record(recordName, scope: .private, zone: zone)?.fields[fieldName], value.type == .asset,
                 let checksum = value.value["fileChecksum"]?.stringValue, let size = value.value["size"]?.int64Value
-            else { throw SyncError(code: ServerErrorCode.notFound.rawValue, reason: "\(recordName) has no asset in \(fieldName) on this device; sync first", status: 0) }
+            else {
+                throw SyncError(
+                    code: ServerErrorCode.notFound.rawValue, reason: "\(recordName) has no asset in \(fieldName) on this device; sync first",
+                    status: 0)
+            }
             do {
                 guard let url = value.value["downloadURL"]?.stringValue else {
                     throw SyncError(code: ServerErrorCode.accessDenied.rawValue, reason: "no download URL yet", status: 403)
                 }
-                try await self.download(url: url.replacingOccurrences(of: "${f}", with: "asset"), checksum: checksum, size: size, to: destination, progress: progress)
+                try await self.download(
+                    url: url.replacingOccurrences(of: "${f}", with: "asset"), checksum: checksum, size: size, to: destination, progress: progress)
                 return
             } catch let error as SyncError where error.status == 403 && !renewed {
                 renewed = true
-                let found = try await self.service.call(.private, "records/lookup", [
-                    "zoneID": ["zoneName": .string(zone)], "records": [["recordName": .string(recordName)]],
-                ])
+                let found = try await self.service.call(
+                    .private, "records/lookup",
+                    [
+                        "zoneID": ["zoneName": .string(zone)], "records": [["recordName": .string(recordName)]],
+                    ])
                 try self.store.merge(serverRecords: found["records"]?.arrayValue ?? [], zone: zone)
             }
         }
@@ -125,7 +136,8 @@ extension SyncEngine {
         while let data = try handle.read(upToCount: 1 << 20), !data.isEmpty { hash.update(data: data) }
         progress(TransferProgress(bytes: offset, total: size))
         while offset < size {
-            let data = try await self.service.downloadRange(url: url, from: offset, count: Int(min(Int64(self.configuration.chunkSize), size - offset)))
+            let data = try await self.service.downloadRange(
+                url: url, from: offset, count: Int(min(Int64(self.configuration.chunkSize), size - offset)))
             try handle.write(contentsOf: data)
             hash.update(data: data)
             offset += Int64(data.count)

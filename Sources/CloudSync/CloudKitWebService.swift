@@ -2,7 +2,7 @@ import CloudCore
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Where a device's server is: the base URL, the container, the environment and the container's API token.
@@ -51,7 +51,9 @@ public struct SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         if let code = json?["serverErrorCode"]?.stringValue {
             return SyncError(code: code, reason: json?["reason"]?.stringValue ?? "", status: status, retryAfter: retryAfter)
         }
-        return SyncError(code: status >= 500 ? "SERVICE_UNAVAILABLE" : "UNKNOWN_ERROR", reason: "HTTP \(status) without a CloudKit error body", status: status, retryAfter: retryAfter)
+        return SyncError(
+            code: status >= 500 ? "SERVICE_UNAVAILABLE" : "UNKNOWN_ERROR", reason: "HTTP \(status) without a CloudKit error body", status: status,
+            retryAfter: retryAfter)
     }
 }
 
@@ -90,7 +92,10 @@ public struct CloudKitWebService: Sendable {
     let deviceID: String
     let retry: RetryPolicy
 
-    public init(endpoint: ServerEndpoint, transport: any HTTPTransport = URLSessionTransport(), tokens: any WebAuthTokenKeeper, deviceID: String, retry: RetryPolicy = RetryPolicy()) {
+    public init(
+        endpoint: ServerEndpoint, transport: any HTTPTransport = URLSessionTransport(), tokens: any WebAuthTokenKeeper, deviceID: String,
+        retry: RetryPolicy = RetryPolicy()
+    ) {
         self.endpoint = endpoint
         self.transport = transport
         self.tokens = tokens
@@ -125,7 +130,8 @@ public struct CloudKitWebService: Sendable {
     public func signOut() async throws {
         guard let token = try self.tokens.webAuthToken() else { return }
         try self.tokens.setWebAuthToken(nil)
-        var request = URLRequest(url: try Self.url(self.endpoint.baseURL.absoluteString.trimmingSuffix("/") + "/signout?ckWebAuthToken=" + Self.escape(token)))
+        var request = URLRequest(
+            url: try Self.url(self.endpoint.baseURL.absoluteString.trimmingSuffix("/") + "/signout?ckWebAuthToken=" + Self.escape(token)))
         request.httpMethod = "POST"
         _ = try await self.send(request, retrying: true)
     }
@@ -195,7 +201,8 @@ public struct CloudKitWebService: Sendable {
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
-                let error = SyncError(code: SyncError.networkErrorCode, reason: "no answer from \(self.endpoint.baseURL): \(error.localizedDescription)", status: 0)
+                let error = SyncError(
+                    code: SyncError.networkErrorCode, reason: "no answer from \(self.endpoint.baseURL): \(error.localizedDescription)", status: 0)
                 guard retrying else { throw error }
                 failure = error
             }

@@ -40,7 +40,8 @@ extension LocalStore {
 
     static func setToken(_ db: Database, _ token: String?, scope: DatabaseScope, zone: String) throws {
         if let token {
-            try db.run("INSERT INTO tokens (scope, zone, token) VALUES (?, ?, ?) ON CONFLICT (scope, zone) DO UPDATE SET token = excluded.token",
+            try db.run(
+                "INSERT INTO tokens (scope, zone, token) VALUES (?, ?, ?) ON CONFLICT (scope, zone) DO UPDATE SET token = excluded.token",
                 [scope.rawValue, zone, token])
         } else {
             try db.run("DELETE FROM tokens WHERE scope = ? AND zone = ?", [scope.rawValue, zone])
@@ -60,7 +61,9 @@ extension LocalStore {
     /// page (`moreComing` false) of a zone being refetched, records the refetch did not bring back are gone.
     func applyPage(scope: DatabaseScope, zone: String, records: [JSONValue], token: String, moreComing: Bool) throws -> (changed: Int, deleted: Int) {
         try self.database.write { db in
-            var changed = 0, deleted = 0, inserted = false
+            var changed = 0
+            var deleted = 0
+            var inserted = false
             for record in records {
                 switch try self.applyServerRecord(db, scope: scope, zone: zone, record) {
                 case .inserted: changed += 1; inserted = true
@@ -98,9 +101,9 @@ extension LocalStore {
     func removeStale(_ db: Database, scope: DatabaseScope, zone: String) throws -> Int {
         let stale = try db.rows(
             """
-                SELECT * FROM records r WHERE scope = ? AND zone = ? AND stale = 1
-                AND NOT EXISTS (SELECT 1 FROM pending p WHERE r.scope = 'private' AND p.zone = r.zone AND p.recordName = r.recordName)
-                """,
+            SELECT * FROM records r WHERE scope = ? AND zone = ? AND stale = 1
+            AND NOT EXISTS (SELECT 1 FROM pending p WHERE r.scope = 'private' AND p.zone = r.zone AND p.recordName = r.recordName)
+            """,
             [scope.rawValue, zone]
         ).map(Self.record(from:))
         for record in stale {
@@ -167,20 +170,23 @@ extension LocalStore {
     func nextBatch(limit: Int) throws -> OutboxBatch? {
         try self.database.write { db in
             if let row = try db.row("SELECT * FROM outbox WHERE id = 1") {
-                let entries = (try JSONValue.parse(Array((row["entries"] as String).utf8)).arrayValue ?? []).compactMap { entry -> (recordName: String, seq: Int64)? in
+                let entries = (try JSONValue.parse(Array((row["entries"] as String).utf8)).arrayValue ?? []).compactMap {
+                    entry -> (recordName: String, seq: Int64)? in
                     guard let name = entry["recordName"]?.stringValue, let seq = entry["seq"]?.int64Value else { return nil }
                     return (name, seq)
                 }
                 return OutboxBatch(zone: row["zone"], idempotencyKey: row["idempotencyKey"], body: row["body"], entries: entries)
             }
             // A record deleted before the server ever had it needs no request.
-            try db.execute(sql: """
-                DELETE FROM records WHERE scope = 'private' AND deleted = 1 AND changeTag IS NULL;
-                DELETE FROM pending WHERE kind = 'delete' AND NOT EXISTS (
-                    SELECT 1 FROM records r WHERE r.scope = 'private' AND r.zone = pending.zone AND r.recordName = pending.recordName);
-                """)
+            try db.execute(
+                sql: """
+                    DELETE FROM records WHERE scope = 'private' AND deleted = 1 AND changeTag IS NULL;
+                    DELETE FROM pending WHERE kind = 'delete' AND NOT EXISTS (
+                        SELECT 1 FROM records r WHERE r.scope = 'private' AND r.zone = pending.zone AND r.recordName = pending.recordName);
+                    """)
             guard let zone = try db.value(String.self, "SELECT zone FROM pending WHERE lastError IS NULL ORDER BY seq LIMIT 1") else { return nil }
-            let rows = try db.rows("SELECT seq, recordName, kind, changedFields FROM pending WHERE zone = ? AND lastError IS NULL ORDER BY seq LIMIT ?",
+            let rows = try db.rows(
+                "SELECT seq, recordName, kind, changedFields FROM pending WHERE zone = ? AND lastError IS NULL ORDER BY seq LIMIT ?",
                 [zone, limit])
             var operations: [JSONValue] = []
             var entries: [(recordName: String, seq: Int64)] = []
@@ -198,7 +204,8 @@ extension LocalStore {
                 } else if let tag = record.changeTag {
                     operation = "update"
                     wire["recordChangeTag"] = .string(tag)
-                    wire["fields"] = .object(Dictionary(uniqueKeysWithValues: Self.names(row["changedFields"]).map { ($0, record.fields[$0]?.json ?? ["value": .null]) }))
+                    wire["fields"] = .object(
+                        Dictionary(uniqueKeysWithValues: Self.names(row["changedFields"]).map { ($0, record.fields[$0]?.json ?? ["value": .null]) }))
                 } else {
                     operation = "create"
                     wire["fields"] = .object(record.fields.mapValues(\.json))
@@ -211,9 +218,12 @@ extension LocalStore {
                 zone: zone, idempotencyKey: UUID().uuidString.lowercased(),
                 body: Data(JSONWriter.encode(["operations": .array(operations), "zoneID": ["zoneName": .string(zone)], "atomic": false]).utf8),
                 entries: entries)
-            try db.run("INSERT INTO outbox (id, zone, idempotencyKey, body, entries) VALUES (1, ?, ?, ?, ?)",
-                [zone, batch.idempotencyKey, batch.body,
-                            JSONWriter.encode(.array(entries.map { ["recordName": .string($0.recordName), "seq": .int($0.seq)] }))])
+            try db.run(
+                "INSERT INTO outbox (id, zone, idempotencyKey, body, entries) VALUES (1, ?, ?, ?, ?)",
+                [
+                    zone, batch.idempotencyKey, batch.body,
+                    JSONWriter.encode(.array(entries.map { ["recordName": .string($0.recordName), "seq": .int($0.seq)] })),
+                ])
             return batch
         }
     }
@@ -238,7 +248,8 @@ extension LocalStore {
                         }
                     case ServerErrorCode.notFound.rawValue:
                         // Another device deleted it: the delete wins, as a tombstone in a fetch would.
-                        _ = try self.applyServerRecord(db, scope: .private, zone: batch.zone, ["recordName": .string(entry.recordName), "deleted": true])
+                        _ = try self.applyServerRecord(
+                            db, scope: .private, zone: batch.zone, ["recordName": .string(entry.recordName), "deleted": true])
                         outcome.dropped += 1
                     default:
                         let error = "\(code): \(result["reason"]?.stringValue ?? "")"

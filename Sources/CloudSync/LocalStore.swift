@@ -12,7 +12,10 @@ public struct LocalRecord: Sendable, Equatable {
     public var changeTag: String?
     public var fields: [String: FieldValue]
 
-    public init(scope: DatabaseScope, zone: String = defaultZoneName, recordName: String, recordType: String, changeTag: String? = nil, fields: [String: FieldValue]) {
+    public init(
+        scope: DatabaseScope, zone: String = defaultZoneName, recordName: String, recordType: String, changeTag: String? = nil,
+        fields: [String: FieldValue]
+    ) {
         self.scope = scope
         self.zone = zone
         self.recordName = recordName
@@ -69,32 +72,33 @@ public final class LocalStore: Sendable, WebAuthTokenKeeper {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("1") { db in
-            try db.execute(sql: """
-                CREATE TABLE records (
-                    scope TEXT NOT NULL, zone TEXT NOT NULL, recordName TEXT NOT NULL, recordType TEXT NOT NULL,
-                    changeTag TEXT,
-                    fields TEXT NOT NULL,
-                    deleted INTEGER NOT NULL DEFAULT 0,
-                    stale INTEGER NOT NULL DEFAULT 0,
-                    PRIMARY KEY (scope, zone, recordName));
-                CREATE INDEX records_by_type ON records (scope, recordType);
-                CREATE TABLE pending (
-                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                    zone TEXT NOT NULL, recordName TEXT NOT NULL,
-                    kind TEXT NOT NULL CHECK (kind IN ('save', 'delete')),
-                    changedFields TEXT NOT NULL DEFAULT '[]',
-                    lastError TEXT,
-                    UNIQUE (zone, recordName));
-                CREATE TABLE outbox (
-                    id INTEGER PRIMARY KEY CHECK (id = 1),
-                    zone TEXT NOT NULL, idempotencyKey TEXT NOT NULL, body BLOB NOT NULL, entries TEXT NOT NULL);
-                CREATE TABLE tokens (scope TEXT NOT NULL, zone TEXT NOT NULL, token TEXT NOT NULL, PRIMARY KEY (scope, zone));
-                CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-                CREATE TABLE uploads (
-                    recordName TEXT NOT NULL, fieldName TEXT NOT NULL, checksum TEXT NOT NULL, size INTEGER NOT NULL,
-                    url TEXT NOT NULL, createdAt INTEGER NOT NULL,
-                    PRIMARY KEY (recordName, fieldName));
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE records (
+                        scope TEXT NOT NULL, zone TEXT NOT NULL, recordName TEXT NOT NULL, recordType TEXT NOT NULL,
+                        changeTag TEXT,
+                        fields TEXT NOT NULL,
+                        deleted INTEGER NOT NULL DEFAULT 0,
+                        stale INTEGER NOT NULL DEFAULT 0,
+                        PRIMARY KEY (scope, zone, recordName));
+                    CREATE INDEX records_by_type ON records (scope, recordType);
+                    CREATE TABLE pending (
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                        zone TEXT NOT NULL, recordName TEXT NOT NULL,
+                        kind TEXT NOT NULL CHECK (kind IN ('save', 'delete')),
+                        changedFields TEXT NOT NULL DEFAULT '[]',
+                        lastError TEXT,
+                        UNIQUE (zone, recordName));
+                    CREATE TABLE outbox (
+                        id INTEGER PRIMARY KEY CHECK (id = 1),
+                        zone TEXT NOT NULL, idempotencyKey TEXT NOT NULL, body BLOB NOT NULL, entries TEXT NOT NULL);
+                    CREATE TABLE tokens (scope TEXT NOT NULL, zone TEXT NOT NULL, token TEXT NOT NULL, PRIMARY KEY (scope, zone));
+                    CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                    CREATE TABLE uploads (
+                        recordName TEXT NOT NULL, fieldName TEXT NOT NULL, checksum TEXT NOT NULL, size INTEGER NOT NULL,
+                        url TEXT NOT NULL, createdAt INTEGER NOT NULL,
+                        PRIMARY KEY (recordName, fieldName));
+                    """)
         }
         return migrator
     }
@@ -135,7 +139,8 @@ public final class LocalStore: Sendable, WebAuthTokenKeeper {
     /// Live records of a type, by record name.
     public func records(ofType recordType: String, scope: DatabaseScope) throws -> [LocalRecord] {
         try self.database.read { db in
-            try db.rows("SELECT * FROM records WHERE scope = ? AND recordType = ? AND deleted = 0 ORDER BY recordName",
+            try db.rows(
+                "SELECT * FROM records WHERE scope = ? AND recordType = ? AND deleted = 0 ORDER BY recordName",
                 [scope.rawValue, recordType]
             ).map(Self.record(from:))
         }
@@ -156,7 +161,9 @@ public final class LocalStore: Sendable, WebAuthTokenKeeper {
 
     public func hasRecords(ofType recordType: String, scope: DatabaseScope) throws -> Bool {
         try self.database.read { db in
-            try db.value(Bool.self, "SELECT EXISTS (SELECT 1 FROM records WHERE scope = ? AND recordType = ? AND deleted = 0)", [scope.rawValue, recordType]) ?? false
+            try db.value(
+                Bool.self, "SELECT EXISTS (SELECT 1 FROM records WHERE scope = ? AND recordType = ? AND deleted = 0)", [scope.rawValue, recordType])
+                ?? false
         }
     }
 
@@ -172,7 +179,9 @@ public final class LocalStore: Sendable, WebAuthTokenKeeper {
     /// Edits the server refused, with its reasons.
     public func refusedEdits() throws -> [(recordName: String, error: String)] {
         try self.database.read { db in
-            try db.rows("SELECT recordName, lastError FROM pending WHERE lastError IS NOT NULL ORDER BY seq").map { ($0["recordName"], $0["lastError"]) }
+            try db.rows("SELECT recordName, lastError FROM pending WHERE lastError IS NOT NULL ORDER BY seq").map {
+                ($0["recordName"], $0["lastError"])
+            }
         }
     }
 
@@ -180,11 +189,14 @@ public final class LocalStore: Sendable, WebAuthTokenKeeper {
 
     /// Sets (or, with nil, removes) fields of a private record, creating it when new, and queues the change.
     @discardableResult
-    public func save(_ recordName: String, type recordType: String, zone: String = defaultZoneName, fields: [String: FieldValue?]) throws -> LocalRecord {
+    public func save(_ recordName: String, type recordType: String, zone: String = defaultZoneName, fields: [String: FieldValue?]) throws
+        -> LocalRecord
+    {
         try self.writeDurably { db in
             let old = try Self.fetchRecord(db, scope: .private, zone: zone, name: recordName)
             if let old, old.recordType != recordType {
-                throw SyncError(code: ServerErrorCode.badRequest.rawValue, reason: "\(recordName) is a \(old.recordType), not a \(recordType)", status: 0)
+                throw SyncError(
+                    code: ServerErrorCode.badRequest.rawValue, reason: "\(recordName) is a \(old.recordType), not a \(recordType)", status: 0)
             }
             var record = old ?? LocalRecord(scope: .private, zone: zone, recordName: recordName, recordType: recordType, fields: [:])
             for (name, value) in fields { record.fields[name] = value }
@@ -213,7 +225,8 @@ public final class LocalStore: Sendable, WebAuthTokenKeeper {
     /// flight can tell that the record changed again after it was sent).
     static func queueEdit(_ db: Database, zone: String, name: String, kind: String, changed: Set<String>) throws {
         try db.run("DELETE FROM pending WHERE zone = ? AND recordName = ?", [zone, name])
-        try db.run("INSERT INTO pending (zone, recordName, kind, changedFields) VALUES (?, ?, ?, ?)",
+        try db.run(
+            "INSERT INTO pending (zone, recordName, kind, changedFields) VALUES (?, ?, ?, ?)",
             [zone, name, kind, JSONWriter.encode(.array(changed.sorted().map(JSONValue.string)))])
     }
 
@@ -234,7 +247,8 @@ public final class LocalStore: Sendable, WebAuthTokenKeeper {
     // MARK: rows
 
     static func fetchRecord(_ db: Database, scope: DatabaseScope, zone: String, name: String, includingDeleted: Bool = false) throws -> LocalRecord? {
-        try db.row("SELECT * FROM records WHERE scope = ? AND zone = ? AND recordName = ?" + (includingDeleted ? "" : " AND deleted = 0"),
+        try db.row(
+            "SELECT * FROM records WHERE scope = ? AND zone = ? AND recordName = ?" + (includingDeleted ? "" : " AND deleted = 0"),
             [scope.rawValue, zone, name]
         ).map(Self.record(from:))
     }
@@ -246,11 +260,12 @@ public final class LocalStore: Sendable, WebAuthTokenKeeper {
     }
 
     static func write(_ db: Database, _ record: LocalRecord, deleted: Bool = false) throws {
-        try db.run("""
-                INSERT INTO records (scope, zone, recordName, recordType, changeTag, fields, deleted, stale) VALUES (?, ?, ?, ?, ?, ?, ?, 0)
-                ON CONFLICT (scope, zone, recordName) DO UPDATE SET recordType = excluded.recordType, changeTag = excluded.changeTag,
-                    fields = excluded.fields, deleted = excluded.deleted, stale = 0
-                """,
+        try db.run(
+            """
+            INSERT INTO records (scope, zone, recordName, recordType, changeTag, fields, deleted, stale) VALUES (?, ?, ?, ?, ?, ?, ?, 0)
+            ON CONFLICT (scope, zone, recordName) DO UPDATE SET recordType = excluded.recordType, changeTag = excluded.changeTag,
+                fields = excluded.fields, deleted = excluded.deleted, stale = 0
+            """,
             [record.scope.rawValue, record.zone, record.recordName, record.recordType, record.changeTag, Record.encode(record.fields), deleted])
     }
 
@@ -296,7 +311,8 @@ public final class LocalStore: Sendable, WebAuthTokenKeeper {
         let before = target.fields
         for (name, value) in values { target.fields[name] = value }
         if target.fields != before {
-            try db.run("UPDATE records SET fields = ? WHERE scope = 'public' AND zone = ? AND recordName = ?",
+            try db.run(
+                "UPDATE records SET fields = ? WHERE scope = 'public' AND zone = ? AND recordName = ?",
                 [Record.encode(target.fields), defaultZoneName, recordName])
         }
     }

@@ -106,7 +106,11 @@ public actor SyncEngine {
             }
             for zone in answer["zones"]?.arrayValue ?? [] {
                 guard let name = zone["zoneID"]?["zoneName"]?.stringValue else { continue }
-                if zone["deleted"]?.boolValue == true { deleted.insert(name); changed.remove(name) } else { changed.insert(name); deleted.remove(name) }
+                if zone["deleted"]?.boolValue == true {
+                    deleted.insert(name); changed.remove(name)
+                } else {
+                    changed.insert(name); deleted.remove(name)
+                }
             }
             token = answer["syncToken"]?.stringValue
             if answer["moreComing"]?.boolValue != true { break }
@@ -119,7 +123,9 @@ public actor SyncEngine {
     }
 
     /// `changes/zone` for `zones` until none has more; a zone whose token expired starts over.
-    func fetchZones(_ scope: DatabaseScope, _ zones: [String], into report: inout SyncReport, _ progress: @Sendable (SyncProgress) -> Void) async throws {
+    func fetchZones(_ scope: DatabaseScope, _ zones: [String], into report: inout SyncReport, _ progress: @Sendable (SyncProgress) -> Void)
+        async throws
+    {
         var remaining = zones
         var resets: [String: Int] = [:]
         while !remaining.isEmpty {
@@ -185,9 +191,11 @@ public actor SyncEngine {
             limit = min(self.configuration.batchSize, limit * 2)
             let outcome = try self.store.applyAnswer(answer, to: batch)
             if !outcome.needLookup.isEmpty {
-                let found = try await self.service.call(.private, "records/lookup", [
-                    "zoneID": ["zoneName": .string(batch.zone)], "records": .array(outcome.needLookup.map { ["recordName": .string($0)] }),
-                ])
+                let found = try await self.service.call(
+                    .private, "records/lookup",
+                    [
+                        "zoneID": ["zoneName": .string(batch.zone)], "records": .array(outcome.needLookup.map { ["recordName": .string($0)] }),
+                    ])
                 try self.store.merge(serverRecords: found["records"]?.arrayValue ?? [], zone: batch.zone)
             }
             report.sent += outcome.saved + outcome.deleted

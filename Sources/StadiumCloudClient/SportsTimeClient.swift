@@ -58,10 +58,12 @@ public final class StadiumCloudClient: Sendable {
     ) throws {
         let store = try LocalStore(path: storePath, projections: Self.projections, publicOwners: Self.publicOwners)
         let endpoint = try endpoint ?? Self.savedEndpoint(store)
-        try store.setSetting("endpoint", JSONWriter.encode([
-            "baseURL": .string(endpoint.baseURL.absoluteString), "container": .string(endpoint.container),
-            "environment": .string(endpoint.environment), "apiToken": .string(endpoint.apiToken),
-        ]))
+        try store.setSetting(
+            "endpoint",
+            JSONWriter.encode([
+                "baseURL": .string(endpoint.baseURL.absoluteString), "container": .string(endpoint.container),
+                "environment": .string(endpoint.environment), "apiToken": .string(endpoint.apiToken),
+            ]))
         let service = CloudKitWebService(endpoint: endpoint, transport: transport, tokens: store, deviceID: try store.deviceID(), retry: retry)
         self.store = store
         self.engine = SyncEngine(service: service, store: store, configuration: configuration)
@@ -71,7 +73,12 @@ public final class StadiumCloudClient: Sendable {
         guard let text = try store.setting("endpoint"), let json = try? JSONValue.parse(Array(text.utf8)),
             let base = json["baseURL"]?.stringValue.flatMap(URL.init(string:)), let container = json["container"]?.stringValue,
             let environment = json["environment"]?.stringValue, let apiToken = json["apiToken"]?.stringValue
-        else { throw SyncError(code: "BAD_REQUEST", reason: "this store knows no server yet: sign in first (stadiumcloud-client signin ACCOUNT --server URL --api-token TOKEN)", status: 0) }
+        else {
+            throw SyncError(
+                code: "BAD_REQUEST",
+                reason: "this store knows no server yet: sign in first (stadiumcloud-client signin ACCOUNT --server URL --api-token TOKEN)", status: 0
+            )
+        }
         return ServerEndpoint(baseURL: base, container: container, environment: environment, apiToken: apiToken)
     }
 
@@ -209,7 +216,9 @@ public final class StadiumCloudClient: Sendable {
     /// Uploads a photo for a visit (resumable: run it again after an interruption and it goes on where the server
     /// stopped) and queues its `VisitPhoto` record; `sync()` sends the record.
     @discardableResult
-    public func addPhoto(_ file: URL, toVisit visitName: String, caption: String? = nil, progress: @Sendable (TransferProgress) -> Void = { _ in }) async throws -> Photo {
+    public func addPhoto(_ file: URL, toVisit visitName: String, caption: String? = nil, progress: @Sendable (TransferProgress) -> Void = { _ in })
+        async throws -> Photo
+    {
         guard try self.store.record(visitName, scope: .private)?.recordType == "StadiumVisit" else {
             throw SyncError(code: ServerErrorCode.notFound.rawValue, reason: "no visit \(visitName) on this device", status: 0)
         }
@@ -225,7 +234,9 @@ public final class StadiumCloudClient: Sendable {
 
     /// Photos on this device, of one visit or of all.
     public func photos(ofVisit visitName: String? = nil) throws -> [Photo] {
-        try self.store.records(ofType: "VisitPhoto", scope: .private).map(Self.photo(from:)).filter { visitName == nil || $0.visitRecordName == visitName }
+        try self.store.records(ofType: "VisitPhoto", scope: .private).map(Self.photo(from:)).filter {
+            visitName == nil || $0.visitRecordName == visitName
+        }
     }
 
     /// Downloads a photo's bytes to `destination` (resumable, checked against its SHA-256).

@@ -5,9 +5,9 @@ import Foundation
 import StadiumCloudClient
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 @main
@@ -51,7 +51,8 @@ func progressLine(_ text: String, done: Bool = false) {
 
 func describe(_ progress: SyncProgress) -> String {
     switch progress {
-    case .fetched(let scope, let zone, let records, let moreComing): "fetched \(records) from \(scope.rawValue)/\(zone)\(moreComing ? ", more coming" : "")"
+    case .fetched(let scope, let zone, let records, let moreComing):
+        "fetched \(records) from \(scope.rawValue)/\(zone)\(moreComing ? ", more coming" : "")"
     case .zoneReset(let scope, let zone): "\(scope.rawValue)/\(zone): change token expired, fetching the zone again"
     case .sent(let records, let waiting): "sent \(records), \(waiting) waiting"
     }
@@ -103,7 +104,8 @@ struct SignIn: AsyncParsableCommand {
                     password = readLine(strippingNewline: true)
                 }
             }
-            let client = try self.options.open(ServerEndpoint(baseURL: url, container: self.container, environment: self.environment, apiToken: apiToken))
+            let client = try self.options.open(
+                ServerEndpoint(baseURL: url, container: self.container, environment: self.environment, apiToken: apiToken))
             let user = try await client.signIn(accountName: self.account, password: password ?? "")
             print("signed in as \(self.account) (\(user)); store \(self.options.path)")
         }
@@ -207,7 +209,8 @@ struct Favorite: AsyncParsableCommand {
 }
 
 struct Visits: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Add, list, annotate and delete visits.", subcommands: [Add.self, List.self, Notes.self, Delete.self])
+    static let configuration = CommandConfiguration(
+        abstract: "Add, list, annotate and delete visits.", subcommands: [Add.self, List.self, Notes.self, Delete.self])
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Queue a visit (works offline).")
@@ -276,7 +279,8 @@ struct Visits: AsyncParsableCommand {
 }
 
 struct Photos: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Upload, list and download visit photos.", subcommands: [Add.self, List.self, Download.self])
+    static let configuration = CommandConfiguration(
+        abstract: "Upload, list and download visit photos.", subcommands: [Add.self, List.self, Download.self])
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -321,7 +325,9 @@ struct Photos: AsyncParsableCommand {
 
         func run() async throws {
             try await reporting {
-                try await self.options.open().downloadPhoto(self.photo, to: URL(fileURLWithPath: self.file)) { progressLine("downloading " + describe($0)) }
+                try await self.options.open().downloadPhoto(self.photo, to: URL(fileURLWithPath: self.file)) {
+                    progressLine("downloading " + describe($0))
+                }
                 progressLine("downloaded \(self.photo) to \(self.file)", done: true)
             }
         }

@@ -8,7 +8,9 @@ struct Keys: AsyncParsableCommand {
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Register a public key; prints its key id. Make one with: openssl ecparam -name prime256v1 -genkey -noout -out eckey.pem && openssl ec -in eckey.pem -pubout -out eckey.pub")
+            abstract:
+                "Register a public key; prints its key id. Make one with: openssl ecparam -name prime256v1 -genkey -noout -out eckey.pem && openssl ec -in eckey.pem -pubout -out eckey.pub"
+        )
         @OptionGroup var database: DatabaseOptions
         @Argument(help: "The public key in PEM form (a file, or - for standard input).") var publicKey: String
         @Option(help: "A note on who uses the key.") var label: String?

@@ -3,7 +3,8 @@ import CloudCore
 import Foundation
 
 struct SchemaCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "schema", abstract: "Deploy or show the record schema.", subcommands: [Apply.self, Show.self])
+    static let configuration = CommandConfiguration(
+        commandName: "schema", abstract: "Deploy or show the record schema.", subcommands: [Apply.self, Show.self])
 
     struct Apply: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -28,7 +29,9 @@ struct SchemaCommand: AsyncParsableCommand {
         @OptionGroup var database: DatabaseOptions
 
         func run() async throws {
-            let schema = try await Live(self.database).run { live, logger in try await live.stores.records(logger: logger).deployedSchema(logger: logger) }
+            let schema = try await Live(self.database).run { live, logger in
+                try await live.stores.records(logger: logger).deployedSchema(logger: logger)
+            }
             guard let schema else { print("No schema is deployed."); return }
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

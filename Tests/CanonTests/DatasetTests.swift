@@ -34,9 +34,12 @@ import Testing
 
     @Test func aliasRangesOfOneVenueOrTeamDoNotOverlap() throws {
         let dataset = try Self.dataset.get()
-        let ranges = dataset.stadiumAliases.map { ($0.stadiumId, $0.validFrom, $0.validUntil) } + dataset.teamAliases.map { ($0.teamId, $0.validFrom, $0.validUntil) }
+        let ranges =
+            dataset.stadiumAliases.map { ($0.stadiumId, $0.validFrom, $0.validUntil) }
+            + dataset.teamAliases.map { ($0.teamId, $0.validFrom, $0.validUntil) }
         for (owner, group) in Dictionary(grouping: ranges, by: \.0) {
-            let sorted = try group.map { (try $0.1.map(CanonicalDate.milliseconds) ?? .min, try $0.2.map(CanonicalDate.milliseconds) ?? .max) }.sorted { $0.0 < $1.0 }
+            let sorted = try group.map { (try $0.1.map(CanonicalDate.milliseconds) ?? .min, try $0.2.map(CanonicalDate.milliseconds) ?? .max) }.sorted
+            { $0.0 < $1.0 }
             for (earlier, later) in zip(sorted, sorted.dropFirst()) {
                 #expect(earlier.1 <= later.0, "alias ranges of \(owner) overlap")
             }

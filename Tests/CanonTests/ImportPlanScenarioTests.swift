@@ -6,16 +6,24 @@ import Testing
 /// The import plan on the seed scenarios, without a database: each starts from the records a first import stored.
 @Suite struct ImportPlanScenarioTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let schema = Result { try Schema.parse(Array(FileManager.default.contents(atPath: root.appendingPathComponent("Resources/schema.json").path)!)) }
+    static let schema = Result {
+        try Schema.parse(Array(FileManager.default.contents(atPath: root.appendingPathComponent("Resources/schema.json").path)!))
+    }
     static let dataset = Result { try CanonicalDataset.load(from: root.appendingPathComponent("Resources/canonical").path) }
     static let stamp = ChangeStamp(timestamp: 0, userRecordName: "_canonicalImport", deviceID: "test")
 
     /// What a first import of `dataset` stored.
     static func stored(_ dataset: CanonicalDataset) throws -> [String: Record] {
         let plan = try CanonicalImportPlan(source: try dataset.records(), stored: [:], schema: try schema.get(), now: 1)
-        return Dictionary(uniqueKeysWithValues: plan.drafts.enumerated().map { index, draft in
-            (draft.recordName, Record(recordName: draft.recordName, recordType: draft.recordType, changeSeq: Int64(index + 1), fields: draft.fields, created: stamp, modified: stamp))
-        })
+        return Dictionary(
+            uniqueKeysWithValues: plan.drafts.enumerated().map { index, draft in
+                (
+                    draft.recordName,
+                    Record(
+                        recordName: draft.recordName, recordType: draft.recordType, changeSeq: Int64(index + 1), fields: draft.fields, created: stamp,
+                        modified: stamp)
+                )
+            })
     }
 
     static func plan(from before: CanonicalDataset, to after: CanonicalDataset) throws -> CanonicalImportPlan {

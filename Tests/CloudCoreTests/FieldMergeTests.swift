@@ -36,15 +36,20 @@ import Testing
 
 @Suite struct SchemaTests {
     let schema = Schema(recordTypes: [
-        "Visit": RecordTypeSchema(database: .private, fields: ["notes": FieldSchema(type: .string, owner: .user), "rating": FieldSchema(type: .int64, owner: .user)]),
+        "Visit": RecordTypeSchema(
+            database: .private, fields: ["notes": FieldSchema(type: .string, owner: .user), "rating": FieldSchema(type: .int64, owner: .user)])
     ])
 
     @Test func validatesTypesFieldsAndDatabase() throws {
         try self.schema.validate(recordType: "Visit", fields: ["notes": FieldValue(type: .string, value: "x")], in: .private, path: "r")
         #expect(throws: CloudError.self) { try self.schema.validate(recordType: "Nope", fields: [:], in: .private, path: "r") }
         #expect(throws: CloudError.self) { try self.schema.validate(recordType: "Visit", fields: [:], in: .public, path: "r") }
-        #expect(throws: CloudError.self) { try self.schema.validate(recordType: "Visit", fields: ["other": FieldValue(type: .string, value: "x")], in: .private, path: "r") }
-        #expect(throws: CloudError.self) { try self.schema.validate(recordType: "Visit", fields: ["rating": FieldValue(type: .string, value: "x")], in: .private, path: "r") }
+        #expect(throws: CloudError.self) {
+            try self.schema.validate(recordType: "Visit", fields: ["other": FieldValue(type: .string, value: "x")], in: .private, path: "r")
+        }
+        #expect(throws: CloudError.self) {
+            try self.schema.validate(recordType: "Visit", fields: ["rating": FieldValue(type: .string, value: "x")], in: .private, path: "r")
+        }
     }
 
     @Test func additiveChangesApplyDestructiveOnesAreNamed() {
@@ -55,9 +60,10 @@ import Testing
         var destructive = self.schema
         destructive.recordTypes["Visit"]!.fields["rating"] = FieldSchema(type: .string, owner: .user)
         destructive.recordTypes["Visit"]!.fields["notes"] = nil
-        #expect(self.schema.changes(to: destructive).destructive == [
-            "field Visit.notes would be removed", "field Visit.rating would change type from INT64 to STRING",
-        ])
+        #expect(
+            self.schema.changes(to: destructive).destructive == [
+                "field Visit.notes would be removed", "field Visit.rating would change type from INT64 to STRING",
+            ])
     }
 
     @Test func theSportsTimeSchemaParses() throws {

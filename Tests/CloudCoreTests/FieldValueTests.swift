@@ -29,16 +29,17 @@ import Testing
         #expect(value?.json["type"] == "ASSETID")
     }
 
-    @Test(arguments: [
-        (["value": "x", "type": "BOOLEAN"], "unknown field type"),
-        (["value": []], "empty list"),
-        (["value": "x", "type": "INT64"], "must be an integer"),
-        (["value": ["latitude": 91.0, "longitude": 0.0], "type": "LOCATION"], "latitude"),
-        (["value": ["action": "NONE"], "type": "REFERENCE"], "recordName is required"),
-        (["value": ["recordName": "a", "action": "CASCADE"], "type": "REFERENCE"], "DELETE_SELF"),
-        (["value": "not base64!", "type": "BYTES"], "base64"),
-        ("just a string", "must be an object"),
-    ] as [(JSONValue, String)])
+    @Test(
+        arguments: [
+            (["value": "x", "type": "BOOLEAN"], "unknown field type"),
+            (["value": []], "empty list"),
+            (["value": "x", "type": "INT64"], "must be an integer"),
+            (["value": ["latitude": 91.0, "longitude": 0.0], "type": "LOCATION"], "latitude"),
+            (["value": ["action": "NONE"], "type": "REFERENCE"], "recordName is required"),
+            (["value": ["recordName": "a", "action": "CASCADE"], "type": "REFERENCE"], "DELETE_SELF"),
+            (["value": "not base64!", "type": "BYTES"], "base64"),
+            ("just a string", "must be an object"),
+        ] as [(JSONValue, String)])
     func rejectsBadValuesWithAClearReason(field: JSONValue, reason: String) {
         #expect {
             try FieldValue.parse(field, path: "fields.f")
@@ -107,7 +108,10 @@ import Testing
         #expect(value["big"] == .int(9_007_199_254_740_993))
     }
 
-    @Test(arguments: ["", "{", "1e400", "[1,]", "{\"a\" 1}", "tru", "\"unterminated", "01x", "{\"a\":1} extra", "\"\\q\"", String(repeating: "[", count: 300) + String(repeating: "]", count: 300)])
+    @Test(arguments: [
+        "", "{", "1e400", "[1,]", "{\"a\" 1}", "tru", "\"unterminated", "01x", "{\"a\":1} extra", "\"\\q\"",
+        String(repeating: "[", count: 300) + String(repeating: "]", count: 300),
+    ])
     func rejectsMalformedInput(_ text: String) {
         #expect(throws: CloudError.self) { try JSONValue.parse(Array(text.utf8)) }
     }

@@ -5,8 +5,12 @@ import Testing
     let stamp = ChangeStamp(timestamp: 1000, userRecordName: "_u", deviceID: "d")
     let old = ChangeStamp(timestamp: 1, userRecordName: "_u", deviceID: "d")
 
-    func stored(_ name: String, seq: Int64, deleted: Bool = false, fields: [String: FieldValue] = ["a": FieldValue(type: .string, value: "x")]) -> Record {
-        Record(recordName: name, recordType: "Visit", changeSeq: seq, deleted: deleted, fields: deleted ? [:] : fields, created: self.old, modified: self.old)
+    func stored(_ name: String, seq: Int64, deleted: Bool = false, fields: [String: FieldValue] = ["a": FieldValue(type: .string, value: "x")])
+        -> Record
+    {
+        Record(
+            recordName: name, recordType: "Visit", changeSeq: seq, deleted: deleted, fields: deleted ? [:] : fields, created: self.old,
+            modified: self.old)
     }
 
     func plan(_ operations: [RecordOperation], _ existing: [Record] = []) throws -> ModificationPlan {
@@ -30,7 +34,9 @@ import Testing
     }
 
     @Test func staleChangeTagIsAConflictCarryingTheServerRecord() throws {
-        let plan = try self.plan([RecordOperation(type: .update, recordName: "r", changeTag: ChangeTag.make(2), fields: ["a": ["value": "y"]])], [self.stored("r", seq: 3)])
+        let plan = try self.plan(
+            [RecordOperation(type: .update, recordName: "r", changeTag: ChangeTag.make(2), fields: ["a": ["value": "y"]])], [self.stored("r", seq: 3)]
+        )
         guard case .failed(_, let error, let server) = plan.outcomes[0] else { Issue.record("expected conflict"); return }
         #expect(error.code == .conflict)
         #expect(server?.fields["a"]?.value == "x")
@@ -38,33 +44,38 @@ import Testing
 
     @Test func updateMergesFieldsAndNullRemovesOne() throws {
         let existing = self.stored("r", seq: 3, fields: ["a": FieldValue(type: .string, value: "x"), "b": FieldValue(type: .int64, value: 1)])
-        let plan = try self.plan([RecordOperation(type: .update, recordName: "r", changeTag: ChangeTag.make(3), fields: ["b": [:], "c": ["value": 2.5]])], [existing])
+        let plan = try self.plan(
+            [RecordOperation(type: .update, recordName: "r", changeTag: ChangeTag.make(3), fields: ["b": [:], "c": ["value": 2.5]])], [existing])
         #expect(plan.writes[0].fields == ["a": FieldValue(type: .string, value: "x"), "c": FieldValue(type: .double, value: 2.5)])
         #expect(plan.writes[0].created == self.old)
         #expect(plan.writes[0].modified == self.stamp)
     }
 
     @Test func replaceDropsUnlistedFields() throws {
-        let plan = try self.plan([RecordOperation(type: .replace, recordName: "r", changeTag: ChangeTag.make(3), fields: ["z": ["value": "new"]])], [self.stored("r", seq: 3)])
+        let plan = try self.plan(
+            [RecordOperation(type: .replace, recordName: "r", changeTag: ChangeTag.make(3), fields: ["z": ["value": "new"]])],
+            [self.stored("r", seq: 3)])
         #expect(Array(plan.writes[0].fields.keys) == ["z"])
     }
 
     @Test func forceOperationsIgnoreTagsAndForceUpdateCreates() throws {
-        let plan = try self.plan([
-            RecordOperation(type: .forceUpdate, recordName: "new", recordType: "Visit", fields: ["a": ["value": 1]]),
-            RecordOperation(type: .forceReplace, recordName: "r", changeTag: "stale", fields: [:]),
-        ], [self.stored("r", seq: 3)])
+        let plan = try self.plan(
+            [
+                RecordOperation(type: .forceUpdate, recordName: "new", recordType: "Visit", fields: ["a": ["value": 1]]),
+                RecordOperation(type: .forceReplace, recordName: "r", changeTag: "stale", fields: [:]),
+            ], [self.stored("r", seq: 3)])
         #expect(plan.writes.map(\.recordName) == ["new", "r"])
         #expect(plan.writes.map(\.changeSeq) == [10, 11])
         #expect(plan.lastSeq == 11)
     }
 
     @Test func deletesNeedTheRecordAndForceDeleteOfATombstoneIsIdempotent() throws {
-        let plan = try self.plan([
-            RecordOperation(type: .delete, recordName: "missing", changeTag: "1"),
-            RecordOperation(type: .forceDelete, recordName: "gone"),
-            RecordOperation(type: .delete, recordName: "r", changeTag: ChangeTag.make(3)),
-        ], [self.stored("gone", seq: 2, deleted: true), self.stored("r", seq: 3)])
+        let plan = try self.plan(
+            [
+                RecordOperation(type: .delete, recordName: "missing", changeTag: "1"),
+                RecordOperation(type: .forceDelete, recordName: "gone"),
+                RecordOperation(type: .delete, recordName: "r", changeTag: ChangeTag.make(3)),
+            ], [self.stored("gone", seq: 2, deleted: true), self.stored("r", seq: 3)])
         guard case .failed(_, let error, _) = plan.outcomes[0] else { Issue.record("expected NOT_FOUND"); return }
         #expect(error.code == .notFound)
         guard case .deleted = plan.outcomes[1], case .deleted = plan.outcomes[2] else { Issue.record("expected deletions"); return }
@@ -74,7 +85,9 @@ import Testing
 
     @Test func malformedOperationsRejectTheWholeBatch() {
         #expect(throws: CloudError.self) {
-            try self.plan([RecordOperation(type: .create, recordName: "a", recordType: "V"), RecordOperation(type: .create, recordName: "a", recordType: "V")])
+            try self.plan([
+                RecordOperation(type: .create, recordName: "a", recordType: "V"), RecordOperation(type: .create, recordName: "a", recordType: "V"),
+            ])
         }
         #expect(throws: CloudError.self) { try self.plan([RecordOperation(type: .update, recordName: "r", fields: [:])], [self.stored("r", seq: 3)]) }
         #expect(throws: CloudError.self) { try self.plan([RecordOperation(type: .create, recordName: "r")]) }
@@ -82,14 +95,18 @@ import Testing
             try self.plan([RecordOperation(type: .create, recordName: "r", recordType: "V", fields: ["x": ["value": "v", "type": "NOPE"]])])
         }
         #expect(throws: CloudError.self) {
-            try self.plan([RecordOperation(type: .update, recordName: "r", recordType: "Other", changeTag: ChangeTag.make(3))], [self.stored("r", seq: 3)])
+            try self.plan(
+                [RecordOperation(type: .update, recordName: "r", recordType: "Other", changeTag: ChangeTag.make(3))], [self.stored("r", seq: 3)])
         }
     }
 
     @Test func recordsOverTheSizeLimitAreRejected() {
         #expect {
             try ModificationPlan(
-                operations: [RecordOperation(type: .create, recordName: "r", recordType: "V", fields: ["big": ["value": .string(String(repeating: "x", count: 2000))]])],
+                operations: [
+                    RecordOperation(
+                        type: .create, recordName: "r", recordType: "V", fields: ["big": ["value": .string(String(repeating: "x", count: 2000))]])
+                ],
                 existing: [:], firstSeq: 1, stamp: self.stamp, maxRecordBytes: 1000)
         } throws: { ($0 as? CloudError)?.reason.contains("limit is 1000 bytes") == true }
     }

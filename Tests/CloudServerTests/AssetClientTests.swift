@@ -41,7 +41,9 @@ import Testing
             try handle.close()
 
             let before = Self.peakRSSKiB()
-            let (output, trace) = try Self.curl(["-T", file, "-X", "POST", "-w", "\n%{http_code}", "-H", "Content-Type: application/octet-stream", local])
+            let (output, trace) = try Self.curl([
+                "-T", file, "-X", "POST", "-w", "\n%{http_code}", "-H", "Content-Type: application/octet-stream", local,
+            ])
             #expect(trace.contains("Expect: 100-continue"))
             #expect(trace.contains("HTTP/1.1 100 Continue"), "the server must answer 100 Continue, or curl waits a second")
             let lines = output.split(separator: "\n")
@@ -54,7 +56,9 @@ import Testing
 
     @Test func downloadURLsForAnotherAccountOrPastTheirTimeAreDenied() async throws {
         let time = ManualClock()
-        try await TestServer.run(configure: { $0.downloadURLLifetimeSeconds = 1; $0.clock = time.clock }) { server in
+        try await TestServer.run(configure: {
+            $0.downloadURLLifetimeSeconds = 1; $0.clock = time.clock
+        }) { server in
             let asset = try await server.upload(TestData.bytes(1000))
             #expect(try await server.savePhoto("p", asset).status == 200)
             let lookup = try await server.call("records/lookup", ["records": [["recordName": "p"]]], as: server.alice)

@@ -27,8 +27,12 @@ import Testing
             let assets = server.dependencies.assets
             let bytes = TestData.bytes(30_000)
             // What a crash after `publish` and before the row's commit leaves behind.
-            _ = try await assets.append(AsyncStream { $0.yield(ByteBuffer(bytes: bytes)); $0.finish() }, to: "crashed", at: 0, maxSize: 1 << 20)
-            let stranded = try await assets.complete(upload: "crashed", owner: "db\(try await server.alice.databaseID(server))", expectedChecksum: nil)
+            _ = try await assets.append(
+                AsyncStream {
+                    $0.yield(ByteBuffer(bytes: bytes)); $0.finish()
+                }, to: "crashed", at: 0, maxSize: 1 << 20)
+            let stranded = try await assets.complete(
+                upload: "crashed", owner: "db\(try await server.alice.databaseID(server))", expectedChecksum: nil)
             #expect(try await assets.blobs(olderThan: -60).count == 2)
             let blobs = try await assets.blobs(olderThan: -60).compactMap { blob in Int64(blob.owner.dropFirst(2)).map { ($0, blob.checksum) } }
             let removed = try await server.dependencies.records.collectOrphanBlobs(blobs, logger: TestDatabase.logger) { databaseID, checksum in
@@ -72,11 +76,15 @@ import Testing
         try await TestServer.run { server in
             let asset = try await server.upload(TestData.bytes(5000))
             #expect(try await server.savePhoto("p1", asset).status == 200)
-            let reply = try await server.call("assets/rereference", ["assets": [["recordName": "p1", "fieldName": "photo"], ["recordName": "nope", "fieldName": "photo"]]], as: server.alice)
+            let reply = try await server.call(
+                "assets/rereference", ["assets": [["recordName": "p1", "fieldName": "photo"], ["recordName": "nope", "fieldName": "photo"]]],
+                as: server.alice)
             let again = try #require(reply.json["assets"]?[0])
             #expect(again["fileChecksum"] == asset["fileChecksum"])
             #expect(reply.json["assets"]?[1]?["serverErrorCode"] == "NOT_FOUND")
-            #expect(try await server.savePhoto("p2", ["fileChecksum": again["fileChecksum"]!, "size": again["size"]!, "receipt": again["receipt"]!]).status == 200)
+            #expect(
+                try await server.savePhoto("p2", ["fileChecksum": again["fileChecksum"]!, "size": again["size"]!, "receipt": again["receipt"]!])
+                    .status == 200)
         }
     }
 

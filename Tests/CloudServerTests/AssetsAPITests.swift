@@ -17,9 +17,17 @@ import Testing
             #expect(single?["fileChecksum"]?.stringValue == TestData.hex(data))
             #expect(single?["size"] == 300_000)
 
-            let saved = try await server.modify([["operationType": "create", "record": ["recordName": "p1", "recordType": "VisitPhoto", "fields": [
-                "photo": ["value": try #require(single)], "caption": ["value": "the view"],
-            ]]]])
+            let saved = try await server.modify([
+                [
+                    "operationType": "create",
+                    "record": [
+                        "recordName": "p1", "recordType": "VisitPhoto",
+                        "fields": [
+                            "photo": ["value": try #require(single)], "caption": ["value": "the view"],
+                        ],
+                    ],
+                ]
+            ])
             #expect(saved.status == 200, "\(saved.json)")
             let photo = try #require(saved.records.first?["fields"]?["photo"])
             #expect(photo["type"] == "ASSETID")
@@ -28,7 +36,8 @@ import Testing
             #expect(download.contains("${f}"))
 
             let lookup = try await server.call("records/lookup", ["records": [["recordName": "p1"]]], as: server.alice)
-            let fetched = try #require(lookup.records.first?["fields"]?["photo"]?["value"]?["downloadURL"]?.stringValue).replacingOccurrences(of: "${f}", with: "photo.jpg")
+            let fetched = try #require(lookup.records.first?["fields"]?["photo"]?["value"]?["downloadURL"]?.stringValue).replacingOccurrences(
+                of: "${f}", with: "photo.jpg")
             let whole = try await server.send(fetched, method: .get)
             #expect(whole.status == .ok)
             #expect(Array(whole.body.readableBytesView) == data)
@@ -40,7 +49,8 @@ import Testing
             #expect(part.headers[.contentRange] == "bytes 100-199/300000")
             let cached = try await server.send(fetched, method: .get, headers: [.ifNoneMatch: "\"\(TestData.hex(data))\""])
             #expect(cached.status == .notModified)
-            let altered = try await server.send(fetched.replacingOccurrences(of: TestData.hex(data), with: String(repeating: "0", count: 64)), method: .get)
+            let altered = try await server.send(
+                fetched.replacingOccurrences(of: TestData.hex(data), with: String(repeating: "0", count: 64)), method: .get)
             #expect(altered.status == .forbidden)
         }
     }
@@ -66,7 +76,8 @@ import Testing
     @Test func badUploadsAreRefusedAndStoreNothing() async throws {
         try await TestServer.run(configure: { $0.maxAssetBytes = 100_000 }) { server in
             let url = try await server.uploadURL(as: server.alice)
-            let mismatch = try await server.send(url, TestData.bytes(1000), headers: [HTTPField.Name("X-StadiumCloud-Checksum")!: String(repeating: "a", count: 64)])
+            let mismatch = try await server.send(
+                url, TestData.bytes(1000), headers: [HTTPField.Name("X-StadiumCloud-Checksum")!: String(repeating: "a", count: 64)])
             #expect(mismatch.status == .badRequest)
             let tooBig = try await server.send(url, TestData.bytes(150_000))
             #expect(tooBig.status.code == 413)
@@ -74,9 +85,17 @@ import Testing
             let forged = try await server.send(url.replacingOccurrences(of: "c=", with: "c=x"), TestData.bytes(10))
             #expect(forged.status == .forbidden)
             // An asset that was never uploaded here cannot be referenced.
-            let unknown = try await server.modify([["operationType": "create", "record": ["recordName": "p", "recordType": "VisitPhoto", "fields": [
-                "photo": ["value": ["fileChecksum": .string(String(repeating: "b", count: 64)), "size": 10], "type": "ASSET"],
-            ]]]])
+            let unknown = try await server.modify([
+                [
+                    "operationType": "create",
+                    "record": [
+                        "recordName": "p", "recordType": "VisitPhoto",
+                        "fields": [
+                            "photo": ["value": ["fileChecksum": .string(String(repeating: "b", count: 64)), "size": 10], "type": "ASSET"]
+                        ],
+                    ],
+                ]
+            ])
             #expect(unknown.errorCode == "BAD_REQUEST")
         }
     }
@@ -87,13 +106,31 @@ import Testing
             let url = try await server.uploadURL(as: server.alice)
             let uploaded = try await server.send(url, data)
             let single = try #require(try JSONValue.parse(uploaded.body.readableBytesView)["singleFile"])
-            let stolen = try await server.modify([["operationType": "create", "record": ["recordName": "p", "recordType": "VisitPhoto", "fields": [
-                "photo": ["value": single, "type": "ASSET"],
-            ]]]], as: server.bob)
+            let stolen = try await server.modify(
+                [
+                    [
+                        "operationType": "create",
+                        "record": [
+                            "recordName": "p", "recordType": "VisitPhoto",
+                            "fields": [
+                                "photo": ["value": single, "type": "ASSET"]
+                            ],
+                        ],
+                    ]
+                ], as: server.bob)
             #expect(stolen.errorCode == "BAD_REQUEST")
-            let withoutReceipt = try await server.modify([["operationType": "create", "record": ["recordName": "p", "recordType": "VisitPhoto", "fields": [
-                "photo": ["value": ["fileChecksum": .string(TestData.hex(data)), "size": 5000], "type": "ASSET"],
-            ]]]], as: server.bob)
+            let withoutReceipt = try await server.modify(
+                [
+                    [
+                        "operationType": "create",
+                        "record": [
+                            "recordName": "p", "recordType": "VisitPhoto",
+                            "fields": [
+                                "photo": ["value": ["fileChecksum": .string(TestData.hex(data)), "size": 5000], "type": "ASSET"]
+                            ],
+                        ],
+                    ]
+                ], as: server.bob)
             #expect(withoutReceipt.errorCode == "BAD_REQUEST")
         }
     }

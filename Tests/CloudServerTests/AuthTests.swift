@@ -20,7 +20,8 @@ import Testing
             #expect(wrong.status == 401)
             #expect(wrong.errorCode == "AUTHENTICATION_FAILED")
             let otherContainer = try await server.client.execute(
-                uri: "/database/1/iCloud.com.elsewhere/development/public/zones/list?ckAPIToken=\(server.apiToken)", method: .get) { $0 }
+                uri: "/database/1/iCloud.com.elsewhere/development/public/zones/list?ckAPIToken=\(server.apiToken)", method: .get
+            ) { $0 }
             #expect(otherContainer.status.code == 404)
         }
     }
@@ -36,7 +37,8 @@ import Testing
             #expect(page.status == .ok)
             #expect(page.headers[.contentType]?.hasPrefix("text/html") == true)
             #expect(String(buffer: page.body).contains("<form method=post"))
-            let badSession = try await server.call("zones/list", database: "private", as: TestAccount(account: server.alice.account, webAuthToken: "not-a-token"))
+            let badSession = try await server.call(
+                "zones/list", database: "private", as: TestAccount(account: server.alice.account, webAuthToken: "not-a-token"))
             #expect(badSession.status == 421)
             let users = try await server.call("users/current", database: "public", as: server.alice)
             #expect(users.json["userRecordName"]?.stringValue == server.alice.account.userRecordName)
@@ -47,7 +49,9 @@ import Testing
 
     @Test func webAuthTokensRotateAndARetiredTokenExpiresAfterTheGracePeriod() async throws {
         let time = ManualClock()
-        try await TestServer.run(configure: { $0.auth.rotationGraceSeconds = 1; $0.clock = time.clock }) { server in
+        try await TestServer.run(configure: {
+            $0.auth.rotationGraceSeconds = 1; $0.clock = time.clock
+        }) { server in
             let first = server.alice
             let reply1 = try await server.call("zones/list", as: first)
             let second = try #require(reply1.headers[Self.webAuthHeader])
@@ -106,7 +110,8 @@ import Testing
             #expect(form.status == .seeOther)
             let location = try #require(form.headers[.location])
             #expect(location.hasPrefix("sportstime://signin?state=1&ckWebAuthToken="))
-            let evil = try await Self.signIn(server, "accountName=alice&password=correct+horse+battery&callback=https%3A%2F%2Fevil.example", form: true)
+            let evil = try await Self.signIn(
+                server, "accountName=alice&password=correct+horse+battery&callback=https%3A%2F%2Fevil.example", form: true)
             #expect(evil.status.code == 400)
             let evilPage = try await server.client.execute(uri: "/signin?callback=https://evil.example", method: .get) { $0 }
             #expect(evilPage.status.code == 400)
@@ -165,7 +170,8 @@ import Testing
             let read = try await server.call("records/lookup", ["records": [["recordName": "s"]]], database: "public")
             #expect(read.records.first?["recordName"] == "s")
             let zones = try await server.call(
-                "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Z"]]]]], database: "public", signed: true)
+                "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Z"]]]]], database: "public", signed: true
+            )
             #expect(zones.errorCode == "BAD_REQUEST")
             let privateDatabase = try await server.call("zones/list", database: "private", signed: true)
             #expect(privateDatabase.status == 403)
@@ -181,7 +187,8 @@ import Testing
                 for (name, value) in headers { fields[HTTPField.Name(name)!] = value }
                 return try await server.client.execute(uri: uri, method: .get, headers: fields) { Int($0.status.code) }
             }
-            let key = server.serverKey, id = server.serverKeyID
+            let key = server.serverKey
+            let id = server.serverKeyID
             // GET with the empty hash as "" (MistKit) and as base64(sha256("")) (requests-cloudkit).
             #expect(try await get(path, TestServer.signatureHeaders(key: key, keyID: id, body: [], path: path, bodyHash: "")) == 200)
             #expect(try await get(path, TestServer.signatureHeaders(key: key, keyID: id, body: [], path: path)) == 200)
@@ -205,7 +212,8 @@ import Testing
             tampered["X-Apple-CloudKit-Request-SignatureV1"] = "AAAA"
             #expect(try await get(path, tampered) == 401)
             #expect(try await get(path, TestServer.signatureHeaders(key: key, keyID: String(repeating: "a", count: 64), body: [], path: path)) == 401)
-            #expect(try await get(path + "?ckAPIToken=\(server.apiToken)", TestServer.signatureHeaders(key: key, keyID: id, body: [], path: path)) == 401)
+            #expect(
+                try await get(path + "?ckAPIToken=\(server.apiToken)", TestServer.signatureHeaders(key: key, keyID: id, body: [], path: path)) == 401)
             // A POST body is covered by the signature.
             let body = Array(#"{"records":[{"recordName":"x"}]}"#.utf8)
             let lookup = "\(TestServer.base)/public/records/lookup"
@@ -213,7 +221,9 @@ import Testing
             for (name, value) in TestServer.signatureHeaders(key: key, keyID: id, body: Array(#"{"records":[]}"#.utf8), path: lookup) {
                 fields[HTTPField.Name(name)!] = value
             }
-            let forged = try await server.client.execute(uri: lookup, method: .post, headers: fields, body: ByteBuffer(bytes: body)) { $0.status.code }
+            let forged = try await server.client.execute(uri: lookup, method: .post, headers: fields, body: ByteBuffer(bytes: body)) {
+                $0.status.code
+            }
             #expect(forged == 401)
             // A revoked key stops working.
             #expect(try await server.dependencies.credentials.revokeServerKey(id: id, logger: TestDatabase.logger))
@@ -248,8 +258,10 @@ import Testing
             try await server.call("zones/list", database: "public", apiToken: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
             let text = capture.text
             #expect(!text.isEmpty)
-            for secret in [server.apiToken, server.alice.webAuthToken, token, "correct horse battery", "wrong horse battery",
-                           "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"] {
+            for secret in [
+                server.apiToken, server.alice.webAuthToken, token, "correct horse battery", "wrong horse battery",
+                "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+            ] {
                 #expect(!text.contains(secret), "a secret reached the log")
             }
         }
@@ -259,7 +271,8 @@ import Testing
         try await server.client.execute(
             uri: "/signin", method: .post,
             headers: [.contentType: form ? "application/x-www-form-urlencoded" : "application/json"],
-            body: ByteBuffer(string: body)) { $0 }
+            body: ByteBuffer(string: body)
+        ) { $0 }
     }
 }
 

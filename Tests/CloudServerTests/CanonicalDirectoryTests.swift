@@ -60,12 +60,18 @@ import Testing
 
             // Same centre and radius through records/query NEAR: the same venues (today's, all sports).
             let radius = 20_000.0
-            let all = try await server.call("canonical/nearby", ["latitude": 37.7786, "longitude": -122.3893, "radius": .double(radius)], database: "public")
-            let query = try await server.call("records/query", [
-                "query": ["recordType": "Stadium", "filterBy": [
-                    ["comparator": "NEAR", "fieldName": "location", "fieldValue": ["value": nearOracle], "distance": .double(radius)],
-                ]],
-            ], database: "public")
+            let all = try await server.call(
+                "canonical/nearby", ["latitude": 37.7786, "longitude": -122.3893, "radius": .double(radius)], database: "public")
+            let query = try await server.call(
+                "records/query",
+                [
+                    "query": [
+                        "recordType": "Stadium",
+                        "filterBy": [
+                            ["comparator": "NEAR", "fieldName": "location", "fieldValue": ["value": nearOracle], "distance": .double(radius)]
+                        ],
+                    ]
+                ], database: "public")
             let queried = Set(query.records.filter { $0["fields"]?["deprecatedAt"] == nil }.compactMap { $0["recordName"]?.stringValue })
             #expect(Set(all.json["venues"]?.arrayValue?.compactMap { $0["canonicalId"]?.stringValue } ?? []) == queried)
             #expect(queried.count >= 2)

@@ -36,7 +36,8 @@ import Testing
             #expect(second.changes.contains(.deprecated("team_nfl_jets", type: "Team")))
             #expect(second.changes.contains { if case .aliasAdded(_, "stadium_mlb_oracle_park", "Oracle Park") = $0 { true } else { false } })
 
-            let delta = try await server.call("records/changes", ["zoneID": ["zoneName": "_defaultZone"], "syncToken": .string(token)], database: "public")
+            let delta = try await server.call(
+                "records/changes", ["zoneID": ["zoneName": "_defaultZone"], "syncToken": .string(token)], database: "public")
             let byName = Dictionary(uniqueKeysWithValues: delta.records.map { ($0["recordName"]!.stringValue!, $0) })
             #expect(byName["stadium_mlb_oracle_park"]?["fields"]?["name"]?["value"] == "Bay Ballpark")
             #expect(byName["team_nfl_jets"]?["deleted"] == false, "deprecated, never deleted")
@@ -53,13 +54,20 @@ import Testing
         var schema = try CanonicalFixtures.schema.get()
         schema.recordTypes["Stadium"]!.fields["userNickname"] = FieldSchema(type: .string, owner: .user)
         let stamp = ChangeStamp(timestamp: 0, userRecordName: "_", deviceID: "")
-        let source = [RecordDraft(recordName: "stadium_mlb_oracle_park", recordType: "Stadium", fields: [
-            "canonicalId": FieldValue(type: .string, value: "stadium_mlb_oracle_park"), "name": FieldValue(type: .string, value: "Oracle Park"),
-        ])]
-        let stored = Record(recordName: "stadium_mlb_oracle_park", recordType: "Stadium", changeSeq: 1, fields: [
-            "canonicalId": FieldValue(type: .string, value: "stadium_mlb_oracle_park"), "name": FieldValue(type: .string, value: "AT&T Park"),
-            "userNickname": FieldValue(type: .string, value: "Phone Booth"),
-        ], created: stamp, modified: stamp)
+        let source = [
+            RecordDraft(
+                recordName: "stadium_mlb_oracle_park", recordType: "Stadium",
+                fields: [
+                    "canonicalId": FieldValue(type: .string, value: "stadium_mlb_oracle_park"),
+                    "name": FieldValue(type: .string, value: "Oracle Park"),
+                ])
+        ]
+        let stored = Record(
+            recordName: "stadium_mlb_oracle_park", recordType: "Stadium", changeSeq: 1,
+            fields: [
+                "canonicalId": FieldValue(type: .string, value: "stadium_mlb_oracle_park"), "name": FieldValue(type: .string, value: "AT&T Park"),
+                "userNickname": FieldValue(type: .string, value: "Phone Booth"),
+            ], created: stamp, modified: stamp)
         let plan = try CanonicalImportPlan(source: source, stored: [stored.recordName: stored], schema: schema, now: 5)
         let updated = try #require(plan.drafts.first { $0.recordName == "stadium_mlb_oracle_park" })
         #expect(updated.fields["userNickname"]?.value == "Phone Booth")
@@ -86,7 +94,9 @@ import Testing
             let publicTypeInPrivate = try await server.modify([Op.create("s", type: "Stadium")])
             #expect(publicTypeInPrivate.errorCode == "BAD_REQUEST")
             // MistKit sends no types: the schema supplies them.
-            let typed = try await server.modify([Op.create("v", type: "StadiumVisit", ["visitDate": 1_700_000_000_000, "stadium": ["recordName": "stadium_mlb_oracle_park"]])])
+            let typed = try await server.modify([
+                Op.create("v", type: "StadiumVisit", ["visitDate": 1_700_000_000_000, "stadium": ["recordName": "stadium_mlb_oracle_park"]])
+            ])
             #expect(typed.records.first?["fields"]?["visitDate"]?["type"] == "TIMESTAMP")
 
             var destructive = try CanonicalFixtures.schema.get()

@@ -31,7 +31,8 @@ import Testing
             let reply = try await server.call("records/changes", ["zoneID": ["zoneName": "_defaultZone"], "resultsLimit": 3], as: server.alice)
             #expect(reply.records.count == 3)
             #expect(reply.json["moreComing"] == true)
-            let next = try await server.call("records/changes", ["zoneID": ["zoneName": "_defaultZone"], "syncToken": reply.json["syncToken"]!], as: server.alice)
+            let next = try await server.call(
+                "records/changes", ["zoneID": ["zoneName": "_defaultZone"], "syncToken": reply.json["syncToken"]!], as: server.alice)
             #expect(next.records.count == 2)
             #expect(next.json["moreComing"] == false)
         }
@@ -39,7 +40,8 @@ import Testing
 
     @Test func tokensOfAnotherZoneAccountOrTamperedAreRejected() async throws {
         try await TestServer.run { server in
-            try await server.call("zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Other"]]]]], as: server.alice)
+            try await server.call(
+                "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Other"]]]]], as: server.alice)
             let alice = try await server.pull()
             await #expect(throws: CloudError(.badRequest, "syncToken belongs to another zone")) {
                 _ = try await server.pull(zone: "Other", from: alice.token)
@@ -61,14 +63,17 @@ import Testing
             let before = try await server.pull()
             try await server.modify([Op.typed("forceDelete", "a")])
             let afterDelete = try await server.pull(from: before.token)
-            let purged = try await server.dependencies.records.purgeTombstones(olderThanMs: Int64(Date().timeIntervalSince1970 * 1000) + 1000, logger: TestDatabase.logger)
+            let purged = try await server.dependencies.records.purgeTombstones(
+                olderThanMs: Int64(Date().timeIntervalSince1970 * 1000) + 1000, logger: TestDatabase.logger)
             #expect(purged.records == 1)
 
-            let reply = try await server.call("records/changes", ["zoneID": ["zoneName": "_defaultZone"], "syncToken": .string(before.token)], as: server.alice)
+            let reply = try await server.call(
+                "records/changes", ["zoneID": ["zoneName": "_defaultZone"], "syncToken": .string(before.token)], as: server.alice)
             #expect(reply.status == 410)
             #expect(reply.errorCode == "CHANGE_TOKEN_EXPIRED")
             #expect(reply.json["reason"] == "client knowledge differs from server knowledge")
-            let zoneReply = try await server.call("changes/zone", ["zones": [["zoneID": ["zoneName": "_defaultZone"], "syncToken": .string(before.token)]]], as: server.alice)
+            let zoneReply = try await server.call(
+                "changes/zone", ["zones": [["zoneID": ["zoneName": "_defaultZone"], "syncToken": .string(before.token)]]], as: server.alice)
             #expect(zoneReply.status == 200)
             #expect(zoneReply.json["zones"]?[0]?["serverErrorCode"] == "CHANGE_TOKEN_EXPIRED")
             // A token taken after the deletion is still good, and so is starting over.
@@ -84,11 +89,17 @@ import Testing
             try await server.modify((0..<6).map { Op.create("r\($0)") })
             let before = try await server.pull()
             try await server.modify([Op.typed("forceDelete", "r5")])
-            try await server.call("zones/modify", ["operations": [
-                ["operationType": "create", "zone": ["zoneID": ["zoneName": "A"]]], ["operationType": "create", "zone": ["zoneID": ["zoneName": "B"]]],
-            ]], as: server.alice)
+            try await server.call(
+                "zones/modify",
+                [
+                    "operations": [
+                        ["operationType": "create", "zone": ["zoneID": ["zoneName": "A"]]],
+                        ["operationType": "create", "zone": ["zoneID": ["zoneName": "B"]]],
+                    ]
+                ], as: server.alice)
             let databaseBefore = try #require(try await server.call("changes/database", [:], as: server.alice).json["syncToken"]?.stringValue)
-            try await server.call("zones/modify", ["operations": [["operationType": "delete", "zone": ["zoneID": ["zoneName": "B"]]]]], as: server.alice)
+            try await server.call(
+                "zones/modify", ["operations": [["operationType": "delete", "zone": ["zoneID": ["zoneName": "B"]]]]], as: server.alice)
             let purged = try await server.dependencies.records.purgeTombstones(olderThanMs: Timestamp.now + 1_000, logger: TestDatabase.logger)
             #expect(purged.records == 1 && purged.zones == 1)
 
@@ -117,11 +128,15 @@ import Testing
 
     @Test func anotherOwnersZoneFailsItsEntryOnlyLikeAMissingZone() async throws {
         try await TestServer.run { server in
-            let reply = try await server.call("changes/zone", ["zones": [
-                ["zoneID": ["zoneName": "_defaultZone"]],
-                ["zoneID": ["zoneName": "_defaultZone", "ownerRecordName": .string(server.bob.account.userRecordName)]],
-                ["zoneID": ["zoneName": "Missing"]],
-            ]], as: server.alice)
+            let reply = try await server.call(
+                "changes/zone",
+                [
+                    "zones": [
+                        ["zoneID": ["zoneName": "_defaultZone"]],
+                        ["zoneID": ["zoneName": "_defaultZone", "ownerRecordName": .string(server.bob.account.userRecordName)]],
+                        ["zoneID": ["zoneName": "Missing"]],
+                    ]
+                ], as: server.alice)
             #expect(reply.status == 200)
             let zones = reply.json["zones"]?.arrayValue ?? []
             #expect(zones.count == 3)
@@ -136,10 +151,14 @@ import Testing
             #expect(initial.json["zones"]?.arrayValue?.compactMap { $0["zoneID"]?["zoneName"]?.stringValue } == ["_defaultZone"])
             let token = try #require(initial.json["syncToken"]?.stringValue)
 
-            let created = try await server.call("zones/modify", ["operations": [
-                ["operationType": "create", "zone": ["zoneID": ["zoneName": "Visits"]]],
-                ["operationType": "create", "zone": ["zoneID": ["zoneName": "Photos"]]],
-            ]], as: server.alice)
+            let created = try await server.call(
+                "zones/modify",
+                [
+                    "operations": [
+                        ["operationType": "create", "zone": ["zoneID": ["zoneName": "Visits"]]],
+                        ["operationType": "create", "zone": ["zoneID": ["zoneName": "Photos"]]],
+                    ]
+                ], as: server.alice)
             #expect(created.json["zones"]?.arrayValue?.count == 2)
             #expect(created.json["zones"]?[0]?["syncToken"] != nil)
             try await server.modify([Op.create("v")], zone: "Visits")
@@ -151,9 +170,17 @@ import Testing
             #expect(paged.json["moreComing"] == true)
 
             let visitsToken = try await server.pull(zone: "Visits").token
-            try await server.call("zones/modify", ["operations": [["operationType": "delete", "zone": ["zoneID": ["zoneName": "Visits"]]]]], as: server.alice)
+            try await server.call(
+                "zones/modify", ["operations": [["operationType": "delete", "zone": ["zoneID": ["zoneName": "Visits"]]]]], as: server.alice)
             let deleted = try await server.call("changes/database", ["syncToken": .string(next)], as: server.alice)
-            #expect(deleted.json["zones"] == [["zoneID": ["zoneName": "Visits", "ownerRecordName": .string(server.alice.account.userRecordName), "zoneType": "REGULAR_CUSTOM_ZONE"], "deleted": true]])
+            #expect(
+                deleted.json["zones"] == [
+                    [
+                        "zoneID": [
+                            "zoneName": "Visits", "ownerRecordName": .string(server.alice.account.userRecordName), "zoneType": "REGULAR_CUSTOM_ZONE",
+                        ], "deleted": true,
+                    ]
+                ])
 
             let list = try await server.call("zones/list", as: server.alice)
             #expect(list.json["zones"]?.arrayValue?.compactMap { $0["zoneID"]?["zoneName"]?.stringValue } == ["_defaultZone", "Photos"])
@@ -164,14 +191,16 @@ import Testing
             #expect(missing.errorCode == "ZONE_NOT_FOUND")
 
             // A zone created again under the same name: the old token is expired, not silently valid.
-            try await server.call("zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Visits"]]]]], as: server.alice)
+            try await server.call(
+                "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Visits"]]]]], as: server.alice)
             await #expect(throws: CloudError.changeTokenExpired) { _ = try await server.pull(zone: "Visits", from: visitsToken) }
         }
     }
 
     @Test func publicDefaultZoneHasChangeTokensAsAnExtension() async throws {
         try await TestServer.run { server in
-            let write = try await server.modify([Op.create("stadium_mlb_oracle_park", type: "Stadium", ["name": "Oracle Park"])], database: "public", signed: true)
+            let write = try await server.modify(
+                [Op.create("stadium_mlb_oracle_park", type: "Stadium", ["name": "Oracle Park"])], database: "public", signed: true)
             #expect(write.status == 200)
             let pulled = try await server.pull(database: "public")
             #expect(pulled.records.map { $0["recordName"]?.stringValue } == ["stadium_mlb_oracle_park"])

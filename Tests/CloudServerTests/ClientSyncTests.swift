@@ -30,7 +30,8 @@ import Testing
         let port = try #require(server.client.port)
         let client = try StadiumCloudClient(
             storePath: "\(folder)/\(name).sqlite",
-            endpoint: ServerEndpoint(baseURL: URL(string: "http://127.0.0.1:\(port)")!, container: "iCloud.com.sportstime.test", apiToken: server.apiToken),
+            endpoint: ServerEndpoint(
+                baseURL: URL(string: "http://127.0.0.1:\(port)")!, container: "iCloud.com.sportstime.test", apiToken: server.apiToken),
             transport: transport, retry: RetryPolicy(attempts: 3, firstDelay: .milliseconds(20)), configuration: configuration)
         if !client.isSignedIn { try await client.signIn(accountName: "alice", password: Self.password) }
         return client
@@ -126,7 +127,9 @@ import Testing
                 defer { done.withLock { $0 = true } }
                 var names: [String] = []
                 for round in 0..<6 {
-                    for index in 0..<10 { names.append(try phone.addVisit(stadiumID: "stadium_mlb_fenway_park", date: Int64(round * 100 + index)).recordName) }
+                    for index in 0..<10 {
+                        names.append(try phone.addVisit(stadiumID: "stadium_mlb_fenway_park", date: Int64(round * 100 + index)).recordName)
+                    }
                     for name in names.shuffled().prefix(4) { try phone.setNotes("round \(round)", forVisit: name) }
                     for name in names.suffix(2) where round.isMultiple(of: 2) { try phone.deleteVisit(name) }
                     names.removeAll { try! phone.store.record($0, scope: .private) == nil }
@@ -142,7 +145,8 @@ import Testing
             try await phone.sync()
             try await tablet.sync()
             let onServer = try await Self.serverVisits(server)
-            let serverState = Dictionary(uniqueKeysWithValues: onServer.map { ($0["recordName"]!.stringValue!, $0["fields"]?["notes"]?["value"]?.stringValue) })
+            let serverState = Dictionary(
+                uniqueKeysWithValues: onServer.map { ($0["recordName"]!.stringValue!, $0["fields"]?["notes"]?["value"]?.stringValue) })
             for device in [phone, tablet] {
                 let local = try device.visits()
                 #expect(Dictionary(uniqueKeysWithValues: local.map { ($0.recordName, $0.notes) }) == serverState)
@@ -162,7 +166,11 @@ import Testing
             let edited = Mutex(false)
             network.state.withLock {
                 $0.before["records/modify"] = {
-                    guard edited.withLock({ let first = !$0; $0 = true; return first }) else { return }
+                    guard
+                        edited.withLock({
+                            let first = !$0; $0 = true; return first
+                        })
+                    else { return }
                     try phone.setNotes("two", forVisit: visit.recordName)
                 }
             }
@@ -392,10 +400,14 @@ import Testing
                 network.state.withLock { $0.cutAfter["/assets/upload/"] = 5 }
                 await #expect(throws: SyncError.self) { try await phone.addPhoto(file, toVisit: visitName) }
             }
-            network.state.withLock { $0.offline = false; $0.cutAfter = [:]; $0.sent = [] }
+            network.state.withLock {
+                $0.offline = false; $0.cutAfter = [:]; $0.sent = []
+            }
             let phone = try await Self.device(server, folder, "phone", transport: network, configuration: configuration)
             let seen = Mutex<[TransferProgress]>([])
-            let photo = try await phone.addPhoto(file, toVisit: visitName, caption: "from the upper deck") { progress in seen.withLock { $0.append(progress) } }
+            let photo = try await phone.addPhoto(file, toVisit: visitName, caption: "from the upper deck") { progress in
+                seen.withLock { $0.append(progress) }
+            }
             let progress = seen.withLock { $0 }
             let resumedAt = try #require(progress.first).bytes
             #expect(resumedAt == Int64(5 * 256 * 1024), "resumed where the server stopped")

@@ -26,7 +26,8 @@ import Testing
             let store = dependencies.records
             let logger = TestDatabase.logger
             let account = try await dependencies.credentials.createAccount(name: "concurrent", idleMs: 3_600_000, logger: logger)
-            let database = try await store.database(container: "c", environment: "development", scope: .private, owner: account.account, logger: logger)
+            let database = try await store.database(
+                container: "c", environment: "development", scope: .private, owner: account.account, logger: logger)
             let writersDone = ManagedAtomicFlag()
 
             /// Pages from the replica's token until moreComing is false.
@@ -34,7 +35,8 @@ import Testing
                 var page: ZoneChanges
                 repeat {
                     page = try await store.changes(
-                        zoneName: defaultZoneName, since: replica.token, limit: limit, desiredKeys: [], recordTypes: nil, in: database, logger: logger)
+                        zoneName: defaultZoneName, since: replica.token, limit: limit, desiredKeys: [], recordTypes: nil, in: database, logger: logger
+                    )
                     replica.apply(page)
                 } while page.moreComing
             }
@@ -59,10 +61,14 @@ import Testing
                             let operations = Self.names.shuffled(using: &generator).prefix(10).map { name in
                                 Int.random(in: 0..<5, using: &generator) == 0
                                     ? RecordOperation(type: .forceDelete, recordName: name)
-                                    : RecordOperation(type: .forceUpdate, recordName: name, recordType: "Visit", fields: ["w": ["value": .int(Int64(writer * 1000 + batch))]])
+                                    : RecordOperation(
+                                        type: .forceUpdate, recordName: name, recordType: "Visit",
+                                        fields: ["w": ["value": .int(Int64(writer * 1000 + batch))]])
                             }
-                            let stamp = ChangeStamp(timestamp: Int64(Date().timeIntervalSince1970 * 1000), userRecordName: "_w", deviceID: "w\(writer)")
-                            _ = try await store.modify(Array(operations), zoneName: defaultZoneName, atomic: nil, in: database, stamp: stamp, logger: logger)
+                            let stamp = ChangeStamp(
+                                timestamp: Int64(Date().timeIntervalSince1970 * 1000), userRecordName: "_w", deviceID: "w\(writer)")
+                            _ = try await store.modify(
+                                Array(operations), zoneName: defaultZoneName, atomic: nil, in: database, stamp: stamp, logger: logger)
                         }
                     }
                 }

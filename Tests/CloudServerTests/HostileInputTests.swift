@@ -8,10 +8,18 @@ import Testing
             for value: JSONValue in [1e300, -1e300, "nan", "inf", "1e300"] {
                 let query = try await server.call(
                     "records/query",
-                    ["query": ["recordType": "Stadium", "filterBy": [["fieldName": "openedAt", "comparator": "GREATER_THAN", "fieldValue": ["value": value, "type": "TIMESTAMP"]]]]],
+                    [
+                        "query": [
+                            "recordType": "Stadium",
+                            "filterBy": [
+                                ["fieldName": "openedAt", "comparator": "GREATER_THAN", "fieldValue": ["value": value, "type": "TIMESTAMP"]]
+                            ],
+                        ]
+                    ],
                     database: "public")
                 #expect(query.status == 400, "\(value): \(query.json)")
-                let write = try await server.modify([Op.create("t", ["when": ["value": value, "type": "TIMESTAMP"]].mapValues { $0 })], as: server.alice)
+                let write = try await server.modify(
+                    [Op.create("t", ["when": ["value": value, "type": "TIMESTAMP"]].mapValues { $0 })], as: server.alice)
                 #expect(write.status == 400, "\(value): \(write.json)")
             }
         }
@@ -30,10 +38,12 @@ import Testing
 
     @Test func signInWithAFormBodyAndAJSONAcceptGetsJSON() async throws {
         try await TestServer.run { server in
-            try await server.dependencies.credentials.setPassword(accountName: "alice", password: "correct horse battery", logger: TestDatabase.logger)
+            try await server.dependencies.credentials.setPassword(
+                accountName: "alice", password: "correct horse battery", logger: TestDatabase.logger)
             let reply = try await server.client.execute(
                 uri: "/signin", method: .post, headers: [.contentType: "application/x-www-form-urlencoded", .accept: "application/json"],
-                body: .init(string: "accountName=alice&password=correct+horse+battery")) { $0 }
+                body: .init(string: "accountName=alice&password=correct+horse+battery")
+            ) { $0 }
             #expect(reply.status == .ok)
             #expect(try JSONValue.parse(reply.body.readableBytesView)["ckWebAuthToken"] != nil)
         }
@@ -42,8 +52,10 @@ import Testing
     @Test func usersEndpointsCheckTheContainerLikeEveryOther() async throws {
         try await TestServer.run { server in
             let reply = try await server.client.execute(
-                uri: "/database/1/iCloud.com.elsewhere/development/public/users/current?ckAPIToken=\(server.apiToken)&ckWebAuthToken=\(server.alice.webAuthToken)",
-                method: .get) { $0 }
+                uri:
+                    "/database/1/iCloud.com.elsewhere/development/public/users/current?ckAPIToken=\(server.apiToken)&ckWebAuthToken=\(server.alice.webAuthToken)",
+                method: .get
+            ) { $0 }
             #expect(reply.status.code == 404)
             let shared = try await server.call("users/current", database: "shared", as: server.alice)
             #expect(shared.status == 200, "users/* accepts every database segment (reference §1)")

@@ -14,7 +14,8 @@ import Testing
         let account = account ?? server.alice
         return try await server.client.execute(
             uri: "\(TestServer.base)/private/records/modify?ckAPIToken=\(server.apiToken)&ckWebAuthToken=\(account.webAuthToken)",
-            method: .post, headers: headers, body: ByteBuffer(string: JSONWriter.encode(body))) { $0 }
+            method: .post, headers: headers, body: ByteBuffer(string: JSONWriter.encode(body))
+        ) { $0 }
     }
 
     @Test func aRetriedCreateGetsTheFirstAnswerAndWritesOnce() async throws {
@@ -36,8 +37,13 @@ import Testing
     @Test func concurrentRetriesApplyOnceAndAllGetTheSameAnswer() async throws {
         try await TestServer.run { server in
             try await server.modify([Op.create("counter", ["n": 0])])
-            let tag = try #require(try await server.call("records/lookup", ["records": [["recordName": "counter"]]], as: server.alice).records.first?["recordChangeTag"])
-            let update: JSONValue = ["operations": [["operationType": "update", "record": ["recordName": "counter", "recordChangeTag": tag, "fields": ["n": ["value": 1]]]]]]
+            let tag = try #require(
+                try await server.call("records/lookup", ["records": [["recordName": "counter"]]], as: server.alice).records.first?["recordChangeTag"])
+            let update: JSONValue = [
+                "operations": [
+                    ["operationType": "update", "record": ["recordName": "counter", "recordChangeTag": tag, "fields": ["n": ["value": 1]]]]
+                ]
+            ]
             let answers = try await withThrowingTaskGroup(of: String.self) { group in
                 for _ in 0..<6 { group.addTask { String(buffer: try await Self.modify(server, update, key: "bump").body) } }
                 return try await group.reduce(into: [String]()) { $0.append($1) }

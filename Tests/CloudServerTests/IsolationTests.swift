@@ -10,19 +10,27 @@ import Testing
 @Suite struct IsolationTests {
     @Test func anotherAccountsDataIsIndistinguishableFromNothing() async throws {
         try await TestServer.run { server in
-            let alice = server.alice, bob = server.bob
+            let alice = server.alice
+            let bob = server.bob
             // Alice's identifiers and, for each, a stand-in of the same shape that nobody has.
             // Alice's data: a custom zone with a record, a default-zone record with an asset, tokens and a marker.
-            try await server.call("zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "AliceZone"]]]]], as: alice)
+            try await server.call(
+                "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "AliceZone"]]]]], as: alice)
             try await server.modify([Op.create("alice-zoned", ["note": "secret"])], zone: "AliceZone", as: alice)
             let data = TestData.bytes(1000)
             let uploadURL = try await server.uploadURL(as: alice)
             let uploaded = try await server.send(uploadURL, data)
             let receipt = try #require(try JSONValue.parse(uploaded.body.readableBytesView)["singleFile"])
-            let saved = try await server.modify([[
-                "operationType": "create",
-                "record": ["recordName": "alice-photo", "recordType": "VisitPhoto", "fields": ["photo": ["value": receipt], "caption": ["value": "secret"]]],
-            ]], as: alice)
+            let saved = try await server.modify(
+                [
+                    [
+                        "operationType": "create",
+                        "record": [
+                            "recordName": "alice-photo", "recordType": "VisitPhoto",
+                            "fields": ["photo": ["value": receipt], "caption": ["value": "secret"]],
+                        ],
+                    ]
+                ], as: alice)
             let tag = try #require(saved.records.first?["recordChangeTag"]?.stringValue)
             for i in 0..<3 { try await server.modify([Op.create("alice-\(i)", ["note": "secret"])], as: alice) }
             let zoneToken = try await server.pull(zone: "AliceZone", as: alice).token
@@ -48,14 +56,54 @@ import Testing
             let probes: [(path: String, body: JSONValue?)] = [
                 ("records/lookup", ["records": [["recordName": "alice-photo"]]]),
                 ("records/lookup", ["zoneID": ["zoneName": "AliceZone"], "records": [["recordName": "alice-zoned"]]]),
-                ("records/lookup", ["zoneID": ["zoneName": "_defaultZone", "ownerRecordName": .string(alice.account.userRecordName)], "records": [["recordName": "alice-photo"]]]),
+                (
+                    "records/lookup",
+                    [
+                        "zoneID": ["zoneName": "_defaultZone", "ownerRecordName": .string(alice.account.userRecordName)],
+                        "records": [["recordName": "alice-photo"]],
+                    ]
+                ),
                 ("records/query", ["zoneID": ["zoneName": "AliceZone"], "query": ["recordType": "Visit"]]),
                 ("records/query", ["query": ["recordType": "Visit"], "continuationMarker": .string(marker)]),
-                ("records/modify", ["operations": [["operationType": "update", "record": ["recordName": "alice-photo", "recordChangeTag": .string(tag), "fields": ["caption": ["value": "bob was here"]]]]]]),
-                ("records/modify", ["operations": [["operationType": "delete", "record": ["recordName": "alice-photo", "recordChangeTag": .string(tag)]]]]),
-                ("records/modify", ["zoneID": ["zoneName": "AliceZone"], "operations": [["operationType": "forceDelete", "record": ["recordName": "alice-zoned"]]]]),
-                ("records/modify", ["zoneID": ["zoneName": "AliceZone", "ownerRecordName": .string(alice.account.userRecordName)], "operations": [Op.create("bob-into-alice")]]),
-                ("records/modify", ["operations": [["operationType": "create", "record": ["recordName": "bob-photo", "recordType": "VisitPhoto", "fields": ["photo": ["value": receipt]]]]]]),
+                (
+                    "records/modify",
+                    [
+                        "operations": [
+                            [
+                                "operationType": "update",
+                                "record": [
+                                    "recordName": "alice-photo", "recordChangeTag": .string(tag), "fields": ["caption": ["value": "bob was here"]],
+                                ],
+                            ]
+                        ]
+                    ]
+                ),
+                (
+                    "records/modify",
+                    ["operations": [["operationType": "delete", "record": ["recordName": "alice-photo", "recordChangeTag": .string(tag)]]]]
+                ),
+                (
+                    "records/modify",
+                    ["zoneID": ["zoneName": "AliceZone"], "operations": [["operationType": "forceDelete", "record": ["recordName": "alice-zoned"]]]]
+                ),
+                (
+                    "records/modify",
+                    [
+                        "zoneID": ["zoneName": "AliceZone", "ownerRecordName": .string(alice.account.userRecordName)],
+                        "operations": [Op.create("bob-into-alice")],
+                    ]
+                ),
+                (
+                    "records/modify",
+                    [
+                        "operations": [
+                            [
+                                "operationType": "create",
+                                "record": ["recordName": "bob-photo", "recordType": "VisitPhoto", "fields": ["photo": ["value": receipt]]],
+                            ]
+                        ]
+                    ]
+                ),
                 ("records/changes", ["zoneID": ["zoneName": "AliceZone"]]),
                 ("records/changes", ["zoneID": ["zoneName": "AliceZone"], "syncToken": .string(zoneToken)]),
                 ("changes/zone", ["zones": [["zoneID": ["zoneName": "AliceZone"]]]]),
@@ -74,17 +122,21 @@ import Testing
                 let standIn = probe.body.map { Self.replacing($0, secrets) }
                 let withNobody = try await server.call(probe.path, standIn, as: bob)
                 // The receipt probe has no stand-in pair of its own: compare with a forged receipt.
-                let expected = probe.path == "records/modify" && JSONWriter.encode(probe.body!).contains("bob-photo")
+                let expected =
+                    probe.path == "records/modify" && JSONWriter.encode(probe.body!).contains("bob-photo")
                     ? try await server.call(probe.path, Self.replacingReceipt(probe.body!, with: .object(forgedReceipt)), as: bob)
                     : withNobody
                 #expect(withAlice.status == expected.status, "\(probe.path): \(withAlice.status) vs \(expected.status)")
-                #expect(Self.normalized(withAlice.json, secrets) == Self.normalized(expected.json, secrets), "\(probe.path) \(JSONWriter.encode(probe.body ?? .null)): \(withAlice.json) vs \(expected.json)")
+                #expect(
+                    Self.normalized(withAlice.json, secrets) == Self.normalized(expected.json, secrets),
+                    "\(probe.path) \(JSONWriter.encode(probe.body ?? .null)): \(withAlice.json) vs \(expected.json)")
                 let text = JSONWriter.encode(withAlice.json)
                 #expect(!text.contains("secret") && !text.contains(alice.account.userRecordName), "\(probe.path) leaked Alice's data: \(text)")
             }
             // Nothing Bob did touched Alice's records, and his writes went to his own database.
             #expect(try await server.call("records/query", ["query": ["recordType": "Visit"]], as: alice).json == aliceBefore)
-            let zoned = try await server.call("records/lookup", ["zoneID": ["zoneName": "AliceZone"], "records": [["recordName": "alice-zoned"]]], as: alice)
+            let zoned = try await server.call(
+                "records/lookup", ["zoneID": ["zoneName": "AliceZone"], "records": [["recordName": "alice-zoned"]]], as: alice)
             #expect(zoned.records.first?["fields"]?["note"]?["value"] == "secret")
             let photo = try await server.call("records/lookup", ["records": [["recordName": "alice-photo"]]], as: alice)
             #expect(photo.records.first?["recordChangeTag"]?.stringValue == tag)
@@ -93,7 +145,9 @@ import Testing
             let download = try #require(photo.records.first?["fields"]?["photo"]?["value"]?["downloadURL"]?.stringValue)
             let parts = TestData.path(download).split(separator: "/")
             let forgedOwner = "/" + parts.enumerated().map { $0.offset == 2 ? "db999999" : String($0.element) }.joined(separator: "/")
-            let denied = try await server.client.execute(uri: forgedOwner.replacingOccurrences(of: "${f}", with: "x.jpg"), method: .get) { $0.status.code }
+            let denied = try await server.client.execute(uri: forgedOwner.replacingOccurrences(of: "${f}", with: "x.jpg"), method: .get) {
+                $0.status.code
+            }
             #expect(denied == 403, "\(forgedOwner)")
         }
     }

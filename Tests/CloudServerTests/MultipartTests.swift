@@ -16,7 +16,9 @@ import Testing
         if withTextPartFirst {
             body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"caption\"\r\n\r\nthe view\r\n".utf8)
         }
-        body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"; filename=\"file.file\"\r\nContent-Type: application/octet-stream\r\n\r\n".utf8)
+        body += Array(
+            "--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"; filename=\"file.file\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+                .utf8)
         body += file
         body += Array("\r\n--\(boundary)--\r\n".utf8)
         return body
@@ -24,7 +26,9 @@ import Testing
 
     static func extract(_ body: [UInt8], chunk: Int) async throws -> [UInt8] {
         let chunks = AsyncStream<ByteBuffer> { continuation in
-            for start in stride(from: 0, to: body.count, by: chunk) { continuation.yield(ByteBuffer(bytes: body[start..<min(start + chunk, body.count)])) }
+            for start in stride(from: 0, to: body.count, by: chunk) {
+                continuation.yield(ByteBuffer(bytes: body[start..<min(start + chunk, body.count)]))
+            }
             continuation.finish()
         }
         var out: [UInt8] = []

@@ -25,7 +25,8 @@ import Testing
             let subscriptions = try await server.call("subscriptions/list", database: "private", as: server.alice)
             #expect(subscriptions.errorCode == "BAD_REQUEST")
             let badEnvironment = try await server.client.execute(
-                uri: "/database/1/c/staging/public/zones/list?ckAPIToken=\(server.apiToken)", method: .get) { $0.status.code }
+                uri: "/database/1/c/staging/public/zones/list?ckAPIToken=\(server.apiToken)", method: .get
+            ) { $0.status.code }
             #expect(badEnvironment == 400)
         }
     }

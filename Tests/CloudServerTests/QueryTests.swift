@@ -5,17 +5,31 @@ import Testing
     /// Oracle Park, Levi's Stadium and Dodger Stadium, with a few fields to filter on.
     static func seed(_ server: TestServer) async throws {
         try await server.modify([
-            Op.create("oracle", type: "Stadium", ["name": "Oracle Park", "capacity": 41_915, "opened": 2000, "sports": ["baseball"],
-                "location": ["latitude": 37.7786, "longitude": -122.3893], "league": ["recordName": "mlb"]]),
-            Op.create("levis", type: "Stadium", ["name": "Levi's Stadium", "capacity": 68_500, "opened": 2014, "sports": ["football", "soccer"],
-                "location": ["latitude": 37.4030, "longitude": -121.9700], "league": ["recordName": "nfl"]]),
-            Op.create("dodger", type: "Stadium", ["name": "Dodger Stadium", "capacity": 56_000, "opened": 1962, "sports": ["baseball"],
-                "location": ["latitude": 34.0739, "longitude": -118.2400], "league": ["recordName": "mlb"]]),
+            Op.create(
+                "oracle", type: "Stadium",
+                [
+                    "name": "Oracle Park", "capacity": 41_915, "opened": 2000, "sports": ["baseball"],
+                    "location": ["latitude": 37.7786, "longitude": -122.3893], "league": ["recordName": "mlb"],
+                ]),
+            Op.create(
+                "levis", type: "Stadium",
+                [
+                    "name": "Levi's Stadium", "capacity": 68_500, "opened": 2014, "sports": ["football", "soccer"],
+                    "location": ["latitude": 37.4030, "longitude": -121.9700], "league": ["recordName": "nfl"],
+                ]),
+            Op.create(
+                "dodger", type: "Stadium",
+                [
+                    "name": "Dodger Stadium", "capacity": 56_000, "opened": 1962, "sports": ["baseball"],
+                    "location": ["latitude": 34.0739, "longitude": -118.2400], "league": ["recordName": "mlb"],
+                ]),
             Op.create("visit", type: "Visit", ["name": "Oracle Park"]),
         ])
     }
 
-    static func names(_ server: TestServer, filters: [JSONValue] = [], sorts: [JSONValue] = [], extra: [String: JSONValue] = [:]) async throws -> [String] {
+    static func names(_ server: TestServer, filters: [JSONValue] = [], sorts: [JSONValue] = [], extra: [String: JSONValue] = [:]) async throws
+        -> [String]
+    {
         var body = extra
         body["query"] = ["recordType": "Stadium", "filterBy": .array(filters), "sortBy": .array(sorts)]
         let reply = try await server.call("records/query", .object(body), as: server.alice)
@@ -31,7 +45,8 @@ import Testing
 
     @Test func aZoneWideQueryNamesEachRecordsOwnZone() async throws {
         try await TestServer.run { server in
-            try await server.call("zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Trips"]]]]], as: server.alice)
+            try await server.call(
+                "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Trips"]]]]], as: server.alice)
             try await server.modify([Op.create("home", ["n": 1])], as: server.alice)
             try await server.modify([Op.create("away", ["n": 2])], zone: "Trips", as: server.alice)
             let reply = try await server.call("records/query", ["zoneWide": true, "query": ["recordType": "Visit"]], as: server.alice)
@@ -51,17 +66,35 @@ import Testing
             #expect(try await Self.names(server, filters: [Self.filter("NOT_EQUALS", "name", "Oracle Park")], sorts: sort) == ["dodger", "levis"])
             #expect(try await Self.names(server, filters: [Self.filter("GREATER_THAN", "capacity", 50_000)], sorts: sort) == ["dodger", "levis"])
             #expect(try await Self.names(server, filters: [Self.filter("LESS_THAN_OR_EQUALS", "opened", 2000)], sorts: sort) == ["dodger", "oracle"])
-            #expect(try await Self.names(server, filters: [Self.filter("IN", "opened", [1962, 2014], type: "INT64_LIST")], sorts: sort) == ["dodger", "levis"])
-            #expect(try await Self.names(server, filters: [Self.filter("NOT_IN", "opened", [1962], type: "INT64_LIST")], sorts: sort) == ["levis", "oracle"])
+            #expect(
+                try await Self.names(server, filters: [Self.filter("IN", "opened", [1962, 2014], type: "INT64_LIST")], sorts: sort) == [
+                    "dodger", "levis",
+                ])
+            #expect(
+                try await Self.names(server, filters: [Self.filter("NOT_IN", "opened", [1962], type: "INT64_LIST")], sorts: sort) == [
+                    "levis", "oracle",
+                ])
             #expect(try await Self.names(server, filters: [Self.filter("BEGINS_WITH", "name", "Do")]) == ["dodger"])
             #expect(try await Self.names(server, filters: [Self.filter("LIST_CONTAINS", "sports", "soccer")]) == ["levis"])
-            #expect(try await Self.names(server, filters: [Self.filter("EQUALS", "league", ["recordName": "mlb"], type: "REFERENCE")], sorts: sort) == ["dodger", "oracle"])
-            #expect(try await Self.names(server, filters: [
-                Self.filter("GREATER_THAN", "capacity", 40_000), Self.filter("LESS_THAN", "capacity", 60_000),
-            ], sorts: sort) == ["dodger", "oracle"])
-            #expect(try await Self.names(server, filters: [
-                ["comparator": "EQUALS", "systemFieldName": "recordName", "fieldValue": ["value": ["recordName": "levis"], "type": "REFERENCE"]],
-            ]) == ["levis"])
+            #expect(
+                try await Self.names(server, filters: [Self.filter("EQUALS", "league", ["recordName": "mlb"], type: "REFERENCE")], sorts: sort) == [
+                    "dodger", "oracle",
+                ])
+            #expect(
+                try await Self.names(
+                    server,
+                    filters: [
+                        Self.filter("GREATER_THAN", "capacity", 40_000), Self.filter("LESS_THAN", "capacity", 60_000),
+                    ], sorts: sort) == ["dodger", "oracle"])
+            #expect(
+                try await Self.names(
+                    server,
+                    filters: [
+                        [
+                            "comparator": "EQUALS", "systemFieldName": "recordName",
+                            "fieldValue": ["value": ["recordName": "levis"], "type": "REFERENCE"],
+                        ]
+                    ]) == ["levis"])
         }
     }
 
@@ -72,9 +105,13 @@ import Testing
             for comparator in ["NEAR", "LESS_THAN"] {
                 var filter = Self.filter(comparator, "location", sanFrancisco, type: "LOCATION").objectValue!
                 filter["distance"] = 60_000
-                #expect(try await Self.names(server, filters: [.object(filter)], sorts: [["fieldName": "location", "relativeLocation": ["value": sanFrancisco, "type": "LOCATION"]]]) == ["oracle", "levis"])
+                #expect(
+                    try await Self.names(
+                        server, filters: [.object(filter)],
+                        sorts: [["fieldName": "location", "relativeLocation": ["value": sanFrancisco, "type": "LOCATION"]]]) == ["oracle", "levis"])
             }
-            let all = try await Self.names(server, sorts: [["fieldName": "location", "relativeLocation": ["value": sanFrancisco], "ascending": false]])
+            let all = try await Self.names(
+                server, sorts: [["fieldName": "location", "relativeLocation": ["value": sanFrancisco], "ascending": false]])
             #expect(all == ["dodger", "levis", "oracle"])
             #expect(try await Self.names(server, sorts: [["fieldName": "capacity", "ascending": false]]) == ["levis", "dodger", "oracle"])
         }
@@ -106,11 +143,28 @@ import Testing
         try await TestServer.run { server in
             for body: JSONValue in [
                 [:], ["query": [:]],
-                ["query": ["recordType": "Stadium", "filterBy": [["comparator": "SOUNDS_LIKE", "fieldName": "name", "fieldValue": ["value": "x"]]]]],
-                ["query": ["recordType": "Stadium", "filterBy": [["comparator": "NEAR", "fieldName": "l", "fieldValue": ["value": ["latitude": 1, "longitude": 1]]]]]],
-                ["query": ["recordType": "Stadium", "filterBy": [["comparator": "EQUALS", "systemFieldName": "nope", "fieldValue": ["value": "x"]]]]],
+                [
+                    "query": [
+                        "recordType": "Stadium", "filterBy": [["comparator": "SOUNDS_LIKE", "fieldName": "name", "fieldValue": ["value": "x"]]],
+                    ]
+                ],
+                [
+                    "query": [
+                        "recordType": "Stadium",
+                        "filterBy": [["comparator": "NEAR", "fieldName": "l", "fieldValue": ["value": ["latitude": 1, "longitude": 1]]]],
+                    ]
+                ],
+                [
+                    "query": [
+                        "recordType": "Stadium", "filterBy": [["comparator": "EQUALS", "systemFieldName": "nope", "fieldValue": ["value": "x"]]],
+                    ]
+                ],
                 ["query": ["recordType": "Stadium"], "continuationMarker": "forged"],
-                ["query": ["recordType": "Stadium", "filterBy": [["comparator": "EQUALS", "fieldName": "name", "fieldValue": ["value": "a\u{0}b"]]]]],
+                [
+                    "query": [
+                        "recordType": "Stadium", "filterBy": [["comparator": "EQUALS", "fieldName": "name", "fieldValue": ["value": "a\u{0}b"]]],
+                    ]
+                ],
                 ["query": ["recordType": "Stadium"], "desiredKeys": ["a\u{0}"]],
             ] {
                 let reply = try await server.call("records/query", body, as: server.alice)

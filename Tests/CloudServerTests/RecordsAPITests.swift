@@ -21,7 +21,8 @@ import Testing
             #expect(after["recordChangeTag"]?.stringValue != tag)
             #expect(after["created"] == record["created"], "an update keeps the record's created stamp")
 
-            let lookup = try await server.call("records/lookup", ["records": [["recordName": "v1"], ["recordName": "nope"]], "desiredKeys": ["rating"]], as: server.alice)
+            let lookup = try await server.call(
+                "records/lookup", ["records": [["recordName": "v1"], ["recordName": "nope"]], "desiredKeys": ["rating"]], as: server.alice)
             #expect(lookup.records.count == 2)
             #expect(lookup.records[0]["fields"] == ["rating": ["type": "INT64", "value": 4]])
             #expect(lookup.records[1]["serverErrorCode"] == "NOT_FOUND")
@@ -72,7 +73,8 @@ import Testing
 
     @Test func atomicBatchInACustomZoneIsAllOrNothing() async throws {
         try await TestServer.run { server in
-            try await server.call("zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Visits"]]]]], as: server.alice)
+            try await server.call(
+                "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Visits"]]]]], as: server.alice)
             try await server.modify([Op.create("taken")], zone: "Visits")
             let reply = try await server.modify([Op.create("fresh"), Op.create("taken")], zone: "Visits")
             #expect(reply.status == 400)
@@ -126,23 +128,28 @@ import Testing
     @Test func numbersAsStringsAndEveryFieldType() async throws {
         try await TestServer.run { server in
             let fields: [String: JSONValue] = [
-                "s": ["value": "x"], "i": ["value": 9_007_199_254_740_993], "d": ["value": 1.5], "t": ["value": 1_700_000_000_000, "type": "TIMESTAMP"],
+                "s": ["value": "x"], "i": ["value": 9_007_199_254_740_993], "d": ["value": 1.5],
+                "t": ["value": 1_700_000_000_000, "type": "TIMESTAMP"],
                 "b": ["value": "AAEC", "type": "BYTES"], "r": ["value": ["recordName": "other", "action": "NONE"], "type": "REFERENCE"],
                 "l": ["value": ["latitude": 37.7786, "longitude": -122.3893, "altitude": 3.0], "type": "LOCATION"],
                 "il": ["value": [1, 2], "type": "INT64_LIST"], "dl": ["value": [1.5], "type": "DOUBLE_LIST"],
                 "tl": ["value": [1], "type": "TIMESTAMP_LIST"], "bl": ["value": ["AA=="], "type": "BYTES_LIST"],
-                "rl": ["value": [["recordName": "x"]], "type": "REFERENCE_LIST"], "ll": ["value": [["latitude": 1, "longitude": 2]], "type": "LOCATION_LIST"],
+                "rl": ["value": [["recordName": "x"]], "type": "REFERENCE_LIST"],
+                "ll": ["value": [["latitude": 1, "longitude": 2]], "type": "LOCATION_LIST"],
                 "sl": ["value": [], "type": "STRING_LIST"],
             ]
             // ASSETID and ASSETID_LIST need uploaded assets: AssetsAPITests covers them.
-            let created = try await server.modify([["operationType": "create", "record": ["recordName": "all", "recordType": "T", "fields": .object(fields)]]])
+            let created = try await server.modify([
+                ["operationType": "create", "record": ["recordName": "all", "recordType": "T", "fields": .object(fields)]]
+            ])
             try #require(created.records.count == 1, "\(created.json)")
             let types = created.records[0]["fields"]?.objectValue?.mapValues { $0["type"]?.stringValue ?? "" }
-            #expect(types == [
-                "s": "STRING", "i": "INT64", "d": "DOUBLE", "t": "TIMESTAMP", "b": "BYTES", "r": "REFERENCE", "l": "LOCATION",
-                "il": "INT64_LIST", "dl": "DOUBLE_LIST", "tl": "TIMESTAMP_LIST", "bl": "BYTES_LIST", "rl": "REFERENCE_LIST",
-                "ll": "LOCATION_LIST", "sl": "STRING_LIST",
-            ])
+            #expect(
+                types == [
+                    "s": "STRING", "i": "INT64", "d": "DOUBLE", "t": "TIMESTAMP", "b": "BYTES", "r": "REFERENCE", "l": "LOCATION",
+                    "il": "INT64_LIST", "dl": "DOUBLE_LIST", "tl": "TIMESTAMP_LIST", "bl": "BYTES_LIST", "rl": "REFERENCE_LIST",
+                    "ll": "LOCATION_LIST", "sl": "STRING_LIST",
+                ])
             #expect(created.records[0]["fields"]?["i"]?["value"] == 9_007_199_254_740_993)
             let asStrings = try await server.call("records/lookup", ["records": [["recordName": "all"]], "numbersAsStrings": true], as: server.alice)
             try #require(asStrings.records.count == 1)
@@ -157,7 +164,7 @@ import Testing
     @Test func validateReferencesMustResolveAndDeleteSelfCascades() async throws {
         try await TestServer.run { server in
             let dangling = try await server.modify([
-                Op.create("photo", ["visit": ["recordName": "missing", "action": "VALIDATE"]]),
+                Op.create("photo", ["visit": ["recordName": "missing", "action": "VALIDATE"]])
             ])
             #expect(dangling.records[0]["serverErrorCode"] == "VALIDATING_REFERENCE_ERROR")
             try await server.modify([
@@ -167,7 +174,8 @@ import Testing
                 Op.create("note", ["visit": ["recordName": "visit", "action": "VALIDATE"]]),
             ])
             try await server.modify([Op.typed("forceDelete", "visit")])
-            let lookup = try await server.call("records/lookup", ["records": [["recordName": "photo"], ["recordName": "thumb"], ["recordName": "note"]]], as: server.alice)
+            let lookup = try await server.call(
+                "records/lookup", ["records": [["recordName": "photo"], ["recordName": "thumb"], ["recordName": "note"]]], as: server.alice)
             #expect(lookup.records.map { $0["serverErrorCode"]?.stringValue } == ["NOT_FOUND", "NOT_FOUND", nil])
             let changes = try await server.call("changes/zone", ["zones": [["zoneID": ["zoneName": "_defaultZone"]]]], as: server.alice)
             #expect(changes.json["zones"]?[0]?["records"]?.arrayValue?.count == 1)

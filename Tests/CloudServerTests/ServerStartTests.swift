@@ -19,7 +19,8 @@ import Testing
         let url = try await TestDatabase.shared.makeDatabase()
         try await withPostgresClient(url, logger: TestDatabase.logger) { client in
             let stores = Stores(client: client, passwordHashLog2Rounds: 10)
-            let migrations = try Migration.load(from: TestDatabase.migrationsPath)
+            let migrations =
+                try Migration.load(from: TestDatabase.migrationsPath)
                 + [Migration(version: 9999, name: "later", sql: "CREATE TABLE later (id int)")]
             do {
                 try await Self.service(stores, migrations: migrations, apply: false).run()

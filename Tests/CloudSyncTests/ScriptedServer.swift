@@ -4,7 +4,7 @@ import Foundation
 import Synchronization
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A CloudKit Web Services server in a dictionary, behind the device's `HTTPTransport` seam: it keeps records
@@ -68,13 +68,16 @@ final class ScriptedServer: HTTPTransport {
         }
         if lost { throw URLError(.networkConnectionLost) }
         let status = answer["serverErrorCode"] == nil ? 200 : 400
-        let response = HTTPURLResponse(url: request.url!, statusCode: status, httpVersion: "HTTP/1.1", headerFields: ["Content-Type": "application/json"])!
+        let response = HTTPURLResponse(
+            url: request.url!, statusCode: status, httpVersion: "HTTP/1.1", headerFields: ["Content-Type": "application/json"])!
         return (Data(JSONWriter.encode(answer).utf8), response)
     }
 
     static func record(_ name: String, type: String, fields: JSONValue, tag: Int) -> JSONValue {
-        ["recordName": .string(name), "recordType": .string(type), "recordChangeTag": .string("t\(tag)"), "fields": fields,
-         "zoneID": ["zoneName": "_defaultZone"]]
+        [
+            "recordName": .string(name), "recordType": .string(type), "recordChangeTag": .string("t\(tag)"), "fields": fields,
+            "zoneID": ["zoneName": "_defaultZone"],
+        ]
     }
 
     /// A page of the zone after the token (a change number), `resultsLimit` records long.
@@ -85,9 +88,14 @@ final class ScriptedServer: HTTPTransport {
         let page = state.records.values.filter { $0.seq > after }.sorted { $0.seq < $1.seq }.prefix(limit)
         let token = page.last?.seq ?? max(after, 0)
         let more = state.records.values.contains { $0.seq > token }
-        return ["zones": [[
-            "zoneID": ["zoneName": "_defaultZone"], "records": .array(page.map(\.json)), "syncToken": .string(String(token)), "moreComing": .bool(more),
-        ]]]
+        return [
+            "zones": [
+                [
+                    "zoneID": ["zoneName": "_defaultZone"], "records": .array(page.map(\.json)), "syncToken": .string(String(token)),
+                    "moreComing": .bool(more),
+                ]
+            ]
+        ]
     }
 
     /// Saves every operation (no conflicts: these tests are about delivery, not merging).

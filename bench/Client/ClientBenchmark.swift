@@ -4,7 +4,7 @@ import Foundation
 import StadiumCloudClient
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Measures the client SDK against the plain HTTP work it stands for, in one process and one run: the first sync of
@@ -29,14 +29,20 @@ struct ClientBenchmark {
         var rows: [(String, String, String, String)] = []
 
         // First sync of canonical data: a new store each time, best of three; against paging changes/zone.
-        var firstSync = Duration.seconds(1000), firstHTTP = Duration.seconds(1000), canonical = 0
+        var firstSync = Duration.seconds(1000)
+        var firstHTTP = Duration.seconds(1000)
+        var canonical = 0
         for run in 0..<3 {
             let client = try StadiumCloudClient(storePath: "\(folder)/first\(run).sqlite", endpoint: endpoint)
             firstSync = min(firstSync, try await Self.time { canonical = try await client.sync().fetched })
             let http = Self.service(endpoint)
             firstHTTP = min(firstHTTP, try await Self.time { _ = try await Self.pullAll(http, .public) })
         }
-        rows.append(("first sync, \(canonical) canonical records (rec/s)", Self.rate(canonical, firstSync), Self.rate(canonical, firstHTTP), Self.ratio(firstHTTP, firstSync)))
+        rows.append(
+            (
+                "first sync, \(canonical) canonical records (rec/s)", Self.rate(canonical, firstSync), Self.rate(canonical, firstHTTP),
+                Self.ratio(firstHTTP, firstSync)
+            ))
 
         // Queue visits on the phone (one local transaction each, as the app makes them).
         let phone = try StadiumCloudClient(storePath: "\(folder)/phone.sqlite", endpoint: endpoint)
@@ -45,7 +51,8 @@ struct ClientBenchmark {
         let stadiums = try phone.stadiums().map(\.id)
         let queue = try await Self.time {
             for index in 0..<visits {
-                try phone.addVisit(stadiumID: stadiums[index % stadiums.count], date: 1_600_000_000_000 + Int64(index) * 60_000, notes: "visit \(index)")
+                try phone.addVisit(
+                    stadiumID: stadiums[index % stadiums.count], date: 1_600_000_000_000 + Int64(index) * 60_000, notes: "visit \(index)")
             }
         }
         rows.append(("queue \(visits) visits locally (visits/s)", Self.rate(visits, queue), "-", "-"))
@@ -56,22 +63,34 @@ struct ClientBenchmark {
         let http = Self.service(endpoint)
         _ = try await http.signIn(accountName: account, password: password)
         let bodies = (0..<(visits / 200)).map { batch in
-            JSONValue.object(["operations": .array((0..<200).map { index in
-                ["operationType": "create", "record": [
-                    "recordName": .string("raw_\(batch)_\(index)"), "recordType": "StadiumVisit",
-                    // The fields addVisit sets, so both sides ask the server for the same work.
-                    "fields": [
-                        "stadium": ["type": "REFERENCE", "value": ["recordName": .string(stadiums[index % stadiums.count]), "action": "NONE"]],
-                        "visitDate": ["type": "TIMESTAMP", "value": .int(1_600_000_000_000 + Int64(index) * 60_000)],
-                        "visitType": ["type": "STRING", "value": "game"],
-                        "stadiumNameAtVisit": ["type": "STRING", "value": "Some Park"],
-                        "notes": ["type": "STRING", "value": .string("visit \(index)")],
-                    ],
-                ]]
-            })])
+            JSONValue.object([
+                "operations": .array(
+                    (0..<200).map { index in
+                        [
+                            "operationType": "create",
+                            "record": [
+                                "recordName": .string("raw_\(batch)_\(index)"), "recordType": "StadiumVisit",
+                                // The fields addVisit sets, so both sides ask the server for the same work.
+                                "fields": [
+                                    "stadium": [
+                                        "type": "REFERENCE", "value": ["recordName": .string(stadiums[index % stadiums.count]), "action": "NONE"],
+                                    ],
+                                    "visitDate": ["type": "TIMESTAMP", "value": .int(1_600_000_000_000 + Int64(index) * 60_000)],
+                                    "visitType": ["type": "STRING", "value": "game"],
+                                    "stadiumNameAtVisit": ["type": "STRING", "value": "Some Park"],
+                                    "notes": ["type": "STRING", "value": .string("visit \(index)")],
+                                ],
+                            ],
+                        ]
+                    })
+            ])
         }
         let pushHTTP = try await Self.time { for body in bodies { _ = try await http.call(.private, "records/modify", body) } }
-        rows.append(("push \(visits) visits, 200 per batch (rec/s)", Self.rate(visits, push), Self.rate(bodies.count * 200, pushHTTP), Self.ratio(pushHTTP * (Double(visits) / Double(bodies.count * 200)), push)))
+        rows.append(
+            (
+                "push \(visits) visits, 200 per batch (rec/s)", Self.rate(visits, push), Self.rate(bodies.count * 200, pushHTTP),
+                Self.ratio(pushHTTP * (Double(visits) / Double(bodies.count * 200)), push)
+            ))
 
         // Pull everything on a second device: the phone's visits and the plain-HTTP ones.
         let tablet = try StadiumCloudClient(storePath: "\(folder)/tablet.sqlite", endpoint: endpoint)
@@ -81,7 +100,11 @@ struct ClientBenchmark {
         let pull = try await Self.time { pulled = try await tablet.sync().fetched }
         var pulledHTTP = 0
         let pullHTTP = try await Self.time { pulledHTTP = try await Self.pullAll(http, .private) }
-        rows.append(("pull \(pulled) visits on a second device (rec/s)", Self.rate(pulled, pull), Self.rate(pulledHTTP, pullHTTP), Self.ratio(pullHTTP * (Double(pulled) / Double(max(pulledHTTP, 1))), pull)))
+        rows.append(
+            (
+                "pull \(pulled) visits on a second device (rec/s)", Self.rate(pulled, pull), Self.rate(pulledHTTP, pullHTTP),
+                Self.ratio(pullHTTP * (Double(pulled) / Double(max(pulledHTTP, 1))), pull)
+            ))
 
         print("\nStadiumCloud client SDK benchmark (release build, loopback, one 2-core machine)")
         print(Self.pad("measure", 52) + Self.pad("SDK", 12) + Self.pad("HTTP only", 12) + "SDK/HTTP")
@@ -117,7 +140,9 @@ struct ClientBenchmark {
     static func rate(_ count: Int, _ duration: Duration) -> String { String(format: "%.0f", Double(count) / Self.seconds(duration)) }
     /// Throughput of the SDK as a share of plain HTTP's.
     static func ratio(_ http: Duration, _ sdk: Duration) -> String { String(format: "%.0f %%", Self.seconds(http) / Self.seconds(sdk) * 100) }
-    static func pad(_ text: String, _ width: Int) -> String { text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count) }
+    static func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
+    }
 }
 
 /// A session kept in memory.

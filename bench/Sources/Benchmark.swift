@@ -60,21 +60,27 @@ struct Benchmark {
         // Request bodies are built before the clock starts; replies are only scanned, so the load generator's
         // own JSON work does not count against the server. Server and raw batches alternate, so both meet the
         // same table size and the same machine noise.
-        let bodies = (0..<self.batches).map { batch in JSONWriter.encode(["operations": .array((0..<200).map { Self.create("p\(batch)_\($0)", $0) })]) }
+        let bodies = (0..<self.batches).map { batch in JSONWriter.encode(["operations": .array((0..<200).map { Self.create("p\(batch)_\($0)", $0) })])
+        }
         var serverTime = Duration.zero
         var rawTime = Duration.zero
         for (batch, body) in bodies.enumerated() {
             let start = ContinuousClock.now
             let reply = try await self.postRaw(http, "records/modify", body)
             serverTime += ContinuousClock.now - start
-            guard Self.count(of: "\"recordChangeTag\"", in: reply) == 200 else { throw BenchError("push failed: \(String(decoding: reply, as: UTF8.self).prefix(300))") }
+            guard Self.count(of: "\"recordChangeTag\"", in: reply) == 200 else {
+                throw BenchError("push failed: \(String(decoding: reply, as: UTF8.self).prefix(300))")
+            }
             let rawStart = ContinuousClock.now
             try await Self.rawPush(client, databaseID: databaseID, zoneID: zoneID, prefix: "raw\(batch)_", logger: logger)
             rawTime += ContinuousClock.now - rawStart
         }
         let pushServer = Double(self.batches * 200) / Self.seconds(serverTime)
         let pushRaw = Double(self.batches * 200) / Self.seconds(rawTime)
-        rows.append(Row(name: "push, records/modify 200 ops (rows/s)", server: Self.format(pushServer), raw: Self.format(pushRaw), ratio: Self.percent(pushServer / pushRaw)))
+        rows.append(
+            Row(
+                name: "push, records/modify 200 ops (rows/s)", server: Self.format(pushServer), raw: Self.format(pushRaw),
+                ratio: Self.percent(pushServer / pushRaw)))
 
         // Pull: every change from the start, 200 per page; after fresh statistics (as autovacuum keeps them) and a
         // warm-up, the best of three runs each.
@@ -92,21 +98,28 @@ struct Benchmark {
             let rawPulled = try await Self.rawPull(client, zoneID: zoneID, logger: logger)
             pullRaw = max(pullRaw, Double(rawPulled) / Self.seconds(ContinuousClock.now - rawStart))
         }
-        rows.append(Row(name: "pull, changes/zone 200/page (rows/s, \(pulled) rows)", server: Self.format(pullServer), raw: Self.format(pullRaw), ratio: Self.percent(pullServer / pullRaw)))
+        rows.append(
+            Row(
+                name: "pull, changes/zone 200/page (rows/s, \(pulled) rows)", server: Self.format(pullServer), raw: Self.format(pullRaw),
+                ratio: Self.percent(pullServer / pullRaw)))
 
         // Empty polls at 32 connections.
         let token = try await self.currentToken(http)
         let (pollRate, pollP99) = try await self.emptyPolls(http, token: token, connections: 32, total: 20_000)
-        rows.append(Row(name: "empty poll at 32 connections (req/s)", server: Self.format(pollRate), raw: "-", ratio: "p99 \(String(format: "%.1f", pollP99)) ms"))
+        rows.append(
+            Row(
+                name: "empty poll at 32 connections (req/s)", server: Self.format(pollRate), raw: "-",
+                ratio: "p99 \(String(format: "%.1f", pollP99)) ms"))
 
         // Delta time: 200 changes after a token, with 10k and with `bigZoneRecords` records in the zone.
         try await Self.bulkLoad(client, databaseID: databaseID, zoneID: zoneID, upTo: 10_000, logger: logger)
         let small = try await self.deltaTime(http, client: client, databaseID: databaseID, zoneID: zoneID, logger: logger)
         try await Self.bulkLoad(client, databaseID: databaseID, zoneID: zoneID, upTo: self.bigZoneRecords, logger: logger)
         let big = try await self.deltaTime(http, client: client, databaseID: databaseID, zoneID: zoneID, logger: logger)
-        rows.append(Row(
-            name: "200-change delta, 10k vs \(self.bigZoneRecords / 1000)k records (ms)", server: String(format: "%.2f", small),
-            raw: String(format: "%.2f", big), ratio: String(format: "%.2f×", big / small)))
+        rows.append(
+            Row(
+                name: "200-change delta, 10k vs \(self.bigZoneRecords / 1000)k records (ms)", server: String(format: "%.2f", small),
+                raw: String(format: "%.2f", big), ratio: String(format: "%.2f×", big / small)))
 
         print("")
         print("StadiumCloud benchmark (release build, server and load generator on one 2-core machine)")
@@ -118,10 +131,17 @@ struct Benchmark {
     // MARK: Server calls
 
     static func create(_ name: String, _ n: Int) -> JSONValue {
-        ["operationType": "create", "record": ["recordName": .string(name), "recordType": "Visit", "fields": [
-            "n": ["value": .int(Int64(n))], "notes": ["value": "A visit to the ballpark with friends"],
-            "visitedAt": ["value": 1_718_611_850_000, "type": "TIMESTAMP"], "stadium": ["value": ["recordName": "stadium_mlb_oracle_park", "action": "NONE"]],
-        ]]]
+        [
+            "operationType": "create",
+            "record": [
+                "recordName": .string(name), "recordType": "Visit",
+                "fields": [
+                    "n": ["value": .int(Int64(n))], "notes": ["value": "A visit to the ballpark with friends"],
+                    "visitedAt": ["value": 1_718_611_850_000, "type": "TIMESTAMP"],
+                    "stadium": ["value": ["recordName": "stadium_mlb_oracle_park", "action": "NONE"]],
+                ],
+            ],
+        ]
     }
 
     func post(_ http: HTTPClient, _ path: String, _ body: JSONValue) async throws -> JSONValue {
@@ -181,7 +201,8 @@ struct Benchmark {
     static func stringValue(of prefix: String, in bytes: [UInt8]) -> String? {
         let pattern = Array(prefix.utf8)
         guard bytes.count >= pattern.count else { return nil }
-        for start in stride(from: bytes.count - pattern.count, through: 0, by: -1) where bytes[start] == pattern[0] && Array(bytes[start..<start + pattern.count]) == pattern {
+        for start in stride(from: bytes.count - pattern.count, through: 0, by: -1)
+        where bytes[start] == pattern[0] && Array(bytes[start..<start + pattern.count]) == pattern {
             let valueStart = start + pattern.count
             guard let end = bytes[valueStart...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
             return String(decoding: bytes[valueStart..<end], as: UTF8.self)
@@ -225,9 +246,19 @@ struct Benchmark {
         var times: [Double] = []
         for round in 0..<20 {
             let token = try await self.currentToken(http)
-            _ = try await self.post(http, "records/modify", ["operations": .array((0..<200).map {
-                ["operationType": "forceUpdate", "record": ["recordName": .string("d\($0)"), "recordType": "Visit", "fields": ["round": ["value": .int(Int64(round))]]]]
-            })])
+            _ = try await self.post(
+                http, "records/modify",
+                [
+                    "operations": .array(
+                        (0..<200).map {
+                            [
+                                "operationType": "forceUpdate",
+                                "record": [
+                                    "recordName": .string("d\($0)"), "recordType": "Visit", "fields": ["round": ["value": .int(Int64(round))]],
+                                ],
+                            ]
+                        })
+                ])
             let start = ContinuousClock.now
             var count = 0
             _ = try await self.pullAll(http, from: token) { count += $0 }
@@ -264,7 +295,9 @@ struct Benchmark {
         try await client.withConnection { connection in
             try await connection.query("BEGIN", logger: logger)
             var head: Int64 = 0
-            for try await seq in try await connection.query("SELECT change_seq FROM databases WHERE id = \(databaseID) FOR UPDATE", logger: logger).decode(Int64.self) { head = seq }
+            for try await seq in try await connection.query("SELECT change_seq FROM databases WHERE id = \(databaseID) FOR UPDATE", logger: logger)
+                .decode(Int64.self)
+            { head = seq }
             try await connection.query(
                 """
                 INSERT INTO records (zone_id, record_name, record_type, change_seq, fields, created_ms, created_by, created_device, modified_ms, modified_by, modified_device)
@@ -302,12 +335,16 @@ struct Benchmark {
     static func bulkLoad(_ client: PostgresClient, databaseID: Int64, zoneID: Int64, upTo target: Int, logger: Logger) async throws {
         try await client.withConnection { connection in
             var existing = 0
-            for try await count in try await connection.query("SELECT count(*)::int8 FROM records WHERE zone_id = \(zoneID)", logger: logger).decode(Int64.self) { existing = Int(count) }
+            for try await count in try await connection.query("SELECT count(*)::int8 FROM records WHERE zone_id = \(zoneID)", logger: logger).decode(
+                Int64.self)
+            { existing = Int(count) }
             let missing = target - existing
             guard missing > 0 else { return }
             try await connection.query("BEGIN", logger: logger)
             var head: Int64 = 0
-            for try await seq in try await connection.query("SELECT change_seq FROM databases WHERE id = \(databaseID) FOR UPDATE", logger: logger).decode(Int64.self) { head = seq }
+            for try await seq in try await connection.query("SELECT change_seq FROM databases WHERE id = \(databaseID) FOR UPDATE", logger: logger)
+                .decode(Int64.self)
+            { head = seq }
             try await connection.query(
                 """
                 INSERT INTO records (zone_id, record_name, record_type, change_seq, fields, created_ms, created_by, created_device, modified_ms, modified_by, modified_device)
@@ -337,7 +374,9 @@ struct Benchmark {
 
     static func format(_ value: Double) -> String { String(format: "%.0f", value) }
     static func percent(_ value: Double) -> String { String(format: "%.0f %%", value * 100) }
-    static func pad(_ text: String, _ width: Int) -> String { text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count) }
+    static func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
+    }
 }
 
 struct BenchError: Error, CustomStringConvertible {

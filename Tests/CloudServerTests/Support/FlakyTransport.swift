@@ -4,7 +4,7 @@ import Foundation
 import Synchronization
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Real HTTP through URLSession, with the network's failures on demand: switched off, answers lost after the
@@ -53,9 +53,10 @@ final class FlakyTransport: HTTPTransport {
             return true
         }
         self.state.withLock {
-            $0.sent.append(Sent(
-                method: request.httpMethod ?? "GET", path: path, idempotencyKey: request.value(forHTTPHeaderField: "Idempotency-Key"),
-                bodyBytes: request.httpBody?.count ?? 0, status: answer.1.statusCode, lost: lost))
+            $0.sent.append(
+                Sent(
+                    method: request.httpMethod ?? "GET", path: path, idempotencyKey: request.value(forHTTPHeaderField: "Idempotency-Key"),
+                    bodyBytes: request.httpBody?.count ?? 0, status: answer.1.statusCode, lost: lost))
         }
         if lost { throw URLError(.networkConnectionLost) }
         if path.hasSuffix("records/modify"), self.state.withLock({ $0.stripServerRecords }), var json = try? JSONValue.parse(Array(answer.0)),

@@ -40,9 +40,18 @@ extension TestServer {
     }
 
     func savePhoto(_ name: String, _ asset: JSONValue, as account: TestAccount? = nil) async throws -> TestServer.Reply {
-        try await self.modify([["operationType": "forceReplace", "record": ["recordName": .string(name), "recordType": "VisitPhoto", "fields": [
-            "photo": ["value": asset, "type": "ASSET"],
-        ]]]], as: account)
+        try await self.modify(
+            [
+                [
+                    "operationType": "forceReplace",
+                    "record": [
+                        "recordName": .string(name), "recordType": "VisitPhoto",
+                        "fields": [
+                            "photo": ["value": asset, "type": "ASSET"]
+                        ],
+                    ],
+                ]
+            ], as: account)
     }
 }
 

@@ -16,7 +16,8 @@ extension TestServer {
                 "changes/zone", ["zones": [.object(entry)]], database: database, as: account ?? (database == "private" ? self.alice : nil))
             let result = try #require(reply.json["zones"]?[0])
             guard let next = result["syncToken"]?.stringValue else {
-                throw CloudError(ServerErrorCode(rawValue: result["serverErrorCode"]?.stringValue ?? "") ?? .internalError, result["reason"]?.stringValue ?? "")
+                throw CloudError(
+                    ServerErrorCode(rawValue: result["serverErrorCode"]?.stringValue ?? "") ?? .internalError, result["reason"]?.stringValue ?? "")
             }
             records += result["records"]?.arrayValue ?? []
             token = next

@@ -46,17 +46,19 @@ struct TestServer: Sendable {
             let credentials = dependencies.credentials
             let apiToken = try await credentials.createAPIToken(label: "test", logger: logger)
             let serverKey = P256.Signing.PrivateKey()
-            let serverKeyID = try await credentials.registerServerKey(publicKeyPEM: serverKey.publicKey.pemRepresentation, label: "test", logger: logger)
+            let serverKeyID = try await credentials.registerServerKey(
+                publicKeyPEM: serverKey.publicKey.pemRepresentation, label: "test", logger: logger)
             let alice = try await credentials.createAccount(name: "alice", idleMs: 3_600_000, logger: logger)
             let bob = try await credentials.createAccount(name: "bob", idleMs: 3_600_000, logger: logger)
             let app = buildApplication(
                 configuration: configuration, dependencies: dependencies,
                 extensions: CanonicalEndpoints(records: dependencies.records).endpoints, logger: logger)
             try await app.test(setup) { client in
-                try await body(TestServer(
-                    client: client, dependencies: dependencies, apiToken: apiToken, serverKey: serverKey, serverKeyID: serverKeyID,
-                    alice: TestAccount(account: alice.account, webAuthToken: alice.webAuthToken),
-                    bob: TestAccount(account: bob.account, webAuthToken: bob.webAuthToken)))
+                try await body(
+                    TestServer(
+                        client: client, dependencies: dependencies, apiToken: apiToken, serverKey: serverKey, serverKeyID: serverKeyID,
+                        alice: TestAccount(account: alice.account, webAuthToken: alice.webAuthToken),
+                        bob: TestAccount(account: bob.account, webAuthToken: bob.webAuthToken)))
             }
         }
     }
@@ -148,7 +150,10 @@ func withTestStore(_ configuration: ServerConfiguration = ServerConfiguration(),
 /// Builders for wire operations.
 enum Op {
     static func create(_ name: String, type: String = "Visit", _ fields: [String: JSONValue] = [:]) -> JSONValue {
-        ["operationType": "create", "record": ["recordName": .string(name), "recordType": .string(type), "fields": .object(fields.mapValues { ["value": $0] })]]
+        [
+            "operationType": "create",
+            "record": ["recordName": .string(name), "recordType": .string(type), "fields": .object(fields.mapValues { ["value": $0] })],
+        ]
     }
 
     static func typed(_ operation: String, _ name: String, tag: String? = nil, type: String? = nil, fields: [String: JSONValue]? = nil) -> JSONValue {
