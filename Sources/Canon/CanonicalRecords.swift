@@ -24,6 +24,7 @@ public enum CanonicalID {
 
 extension CanonicalDataset {
     /// Every record the dataset describes as the source wants it, in a stable order (leagues first, aliases last).
+    /// Long because it is one list, record type by record type, of how the dataset maps onto the schema.
     public func records() throws -> [RecordDraft] {
         var records: [RecordDraft] = []
         func add(_ id: String, _ type: String, _ fields: [String: FieldValue?]) throws {

@@ -110,6 +110,8 @@ public struct FieldValue: Sendable, Hashable {
         }
     }
 
+    /// A wire value as stored, checked against its type. Long because it is one case per CloudKit field type, with the
+    /// leniency real clients need next to each.
     static func normalize(_ raw: JSONValue, as type: FieldType, path: String) throws -> JSONValue {
         if let element = type.elementType {
             guard case .array(let items) = raw else { throw CloudError.badRequest("\(path) must be a list for \(type.rawValue)") }

@@ -56,6 +56,8 @@ public struct ModificationPlan: Sendable {
     /// - Throws: `CloudError` BAD_REQUEST when any operation is malformed: then nothing is written.
     ///   - schema: when given, every saved record must match it (declared type and fields, right types), and
     ///     values sent without a `type` take the declared one.
+    /// Long because it is the `records/modify` rule table (CloudKit's operation types against the stored row) in one
+    /// place, where it can be read against the reference.
     public init(
         operations: [RecordOperation], existing: [String: Record], firstSeq: Int64, stamp: ChangeStamp,
         maxRecordBytes: Int, schema: Schema? = nil, scope: DatabaseScope = .private

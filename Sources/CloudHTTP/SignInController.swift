@@ -86,6 +86,7 @@ struct SignInController: Sendable {
     }
 
     /// Reads a JSON body (`{"accountName","password","keepSignedIn","callback"}`) or an HTML form post.
+    /// Long because it reads both shapes field by field, with a clear error for each mistake.
     static func parse(_ body: ByteBuffer, request: Request) throws -> SignInForm {
         var form = SignInForm()
         let contentType = request.headers[.contentType] ?? ""

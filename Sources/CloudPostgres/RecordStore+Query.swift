@@ -81,6 +81,8 @@ enum QuerySQL {
         }
     }
 
+    /// The SQL condition of a filter on a user field. Long because it is one table, comparator by comparator, of how
+    /// each maps onto jsonb; split up, the cases would be harder to check against the reference.
     static func fieldCondition(_ name: String, _ filter: QueryFilter, _ builder: inout SQLBuilder) throws -> String {
         let x = self.fieldValue(name, &builder)
         let value = filter.value
