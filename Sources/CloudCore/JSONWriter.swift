@@ -24,6 +24,7 @@ public struct JSONWriter: Sendable {
 
     /// `object(_:)` for a type that holds a writer (the HTTP layer's response writer), whose own helpers then
     /// work inside the object.
+    @inlinable
     public static func object<Host>(in host: inout Host, at writer: WritableKeyPath<Host, JSONWriter>, _ members: (inout Host) throws -> Void)
         rethrows
     {
@@ -33,14 +34,17 @@ public struct JSONWriter: Sendable {
     }
 
     /// `array(_:)` for a type that holds a writer.
+    @inlinable
     public static func array<Host>(in host: inout Host, at writer: WritableKeyPath<Host, JSONWriter>, _ items: (inout Host) throws -> Void) rethrows {
         host[keyPath: writer].open(UInt8(ascii: "["))
         try items(&host)
         host[keyPath: writer].close(UInt8(ascii: "]"))
     }
 
-    private mutating func open(_ bracket: UInt8) { self.separate(); self.bytes.append(bracket); self.needsComma.append(false) }
-    private mutating func close(_ bracket: UInt8) { self.needsComma.removeLast(); self.bytes.append(bracket) }
+    // Internal, usable from the two inlinable helpers above (so the response writer's calls are specialized, not
+    // dispatched through key paths): nothing outside opens a container without closing it.
+    @usableFromInline mutating func open(_ bracket: UInt8) { self.separate(); self.bytes.append(bracket); self.needsComma.append(false) }
+    @usableFromInline mutating func close(_ bracket: UInt8) { self.needsComma.removeLast(); self.bytes.append(bracket) }
 
     /// Writes `"key":`; the value written next belongs to it.
     public mutating func key(_ key: String) {
