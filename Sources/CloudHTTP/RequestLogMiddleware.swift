@@ -1,3 +1,4 @@
+import CloudCore
 import Hummingbird
 import Logging
 
@@ -12,7 +13,7 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
             "request",
             metadata: [
                 "method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)",
-                "ms": "\(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)",
+                "ms": "\(elapsed.milliseconds)",
             ])
         return response
     }

@@ -55,9 +55,18 @@ public func withPostgresClient<Result: Sendable>(
     _ body: (PostgresClient) async throws -> Result
 ) async throws -> Result {
     let client = PostgresClient(configuration: url.clientConfiguration(maximumConnections: maximumConnections), backgroundLogger: logger)
-    return try await withThrowingTaskGroup(of: Void.self) { group in
-        group.addTask { await client.run() }
-        defer { group.cancelAll() }
-        return try await body(client)
+    return try await client.whileRunning(body)
+}
+
+extension PostgresClient {
+    /// Runs `body` while the client runs, and stops the client afterwards (a `ServiceGroup` runs it otherwise).
+    public func whileRunning<Result: Sendable>(
+        isolation: isolated (any Actor)? = #isolation, _ body: (PostgresClient) async throws -> Result
+    ) async throws -> Result {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await self.run() }
+            defer { group.cancelAll() }
+            return try await body(self)
+        }
     }
 }

@@ -1,6 +1,4 @@
 import ArgumentParser
-import CloudCore
-import CloudHTTP
 import Foundation
 
 struct Accounts: AsyncParsableCommand {
@@ -17,7 +15,7 @@ struct Accounts: AsyncParsableCommand {
             let password = self.passwordStdin ? try readPassword() : nil
             let (account, token) = try await Live(self.database).run { live, logger in
                 try await live.stores.credentials.createAccount(
-                    name: self.name, password: password, idleMs: Int64(AuthConfiguration().keepSignedInSeconds) * 1000, logger: logger)
+                    name: self.name, password: password, idleMs: Int64(live.configuration.auth.keepSignedInSeconds) * 1000, logger: logger)
             }
             print("userRecordName: \(account.userRecordName)")
             print("ckWebAuthToken: \(token)")

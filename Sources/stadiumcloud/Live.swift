@@ -23,10 +23,6 @@ struct Live {
     /// Runs a command's work while the client runs, then shuts the client down (`serve` runs the client in its
     /// `ServiceGroup` instead).
     func run<Result: Sendable>(_ body: (Live, Logger) async throws -> Result) async throws -> Result {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await self.client.run() }
-            defer { group.cancelAll() }
-            return try await body(self, self.logger)
-        }
+        try await self.client.whileRunning { _ in try await body(self, self.logger) }
     }
 }
