@@ -51,6 +51,8 @@ let package = Package(
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
             ]
         ),
+        /// The system's zlib, for gzip response compression.
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
         /// The CloudKit Web Services routes, auth, wire encoding and error mapping.
         .target(
             name: "CloudHTTP",
@@ -58,6 +60,7 @@ let package = Package(
                 "CloudAssets",
                 "CloudCore",
                 "CloudPostgres",
+                "CZlib",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -143,6 +146,7 @@ let package = Package(
                 "CloudPostgres",
                 "CloudHTTP",
                 "CloudSync",
+                "CZlib",
                 "StadiumCloudClient",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -22,6 +22,14 @@ public struct CanonicalDataset: Sendable {
     public struct StadiumAlias: Codable, Sendable { public var id, stadiumId, name: String; public var validFrom, validUntil: String? }
     public struct TeamAlias: Codable, Sendable { public var id, teamId, name: String; public var city, validFrom, validUntil: String? }
     public struct TeamVenue: Codable, Sendable { public var id, teamId, stadiumId: String; public var validFrom, validUntil: String? }
+    /// One game of a league-season file in `games/` (format: Resources/DATASET.md, "Games").
+    public struct Game: Codable, Sendable {
+        public var id, leagueId, seasonLabel, gameType, startTime, localDate, homeTeamId, awayTeamId, stadiumId, status, source: String
+        public var season: Int
+        public var timeTBD, neutralSite: Bool
+        public var homeScore, awayScore: Int?
+        public var sourceGameId: String?
+    }
 
     public var leagues: [League]
     public var conferences: [Conference]
@@ -31,9 +39,12 @@ public struct CanonicalDataset: Sendable {
     public var stadiumAliases: [StadiumAlias]
     public var teamAliases: [TeamAlias]
     public var teamVenues: [TeamVenue]
+    /// Games by league-season file name (`mlb_2025`), each file a public zone of its own (`games_mlb_2025`).
+    public var games: [String: [Game]] = [:]
 
-    /// Reads every file of the dataset folder; a missing or malformed file is reported by name.
-    public static func load(from directory: String) throws -> CanonicalDataset {
+    /// Reads every file of the dataset folder; a missing or malformed file is reported by name. `gameSeasons`
+    /// picks league-season files of `games/` by name (`["mlb_2025"]`); nil reads them all, `[]` none.
+    public static func load(from directory: String, gameSeasons: Set<String>? = nil) throws -> CanonicalDataset {
         func read<T: Decodable>(_ file: String) throws -> [T] {
             let path = directory + "/" + file
             guard let data = FileManager.default.contents(atPath: path) else { throw CanonError("cannot read \(path)") }
@@ -43,10 +54,20 @@ public struct CanonicalDataset: Sendable {
                 throw CanonError("\(path) is not a valid dataset file: \(error)")
             }
         }
-        return CanonicalDataset(
+        var dataset = CanonicalDataset(
             leagues: try read("leagues.json"), conferences: try read("conferences.json"), divisions: try read("divisions.json"),
             stadiums: try read("stadiums.json"), teams: try read("teams.json"), stadiumAliases: try read("stadium_aliases.json"),
             teamAliases: try read("team_aliases.json"), teamVenues: try read("team_venues.json"))
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: directory + "/games")) ?? []
+        for file in files.sorted() where file.hasSuffix(".json") {
+            let season = String(file.dropLast(5))
+            guard gameSeasons?.contains(season) ?? true else { continue }
+            dataset.games[season] = try read("games/" + file)
+        }
+        if let gameSeasons, let missing = gameSeasons.subtracting(dataset.games.keys).sorted().first {
+            throw CanonError("\(directory)/games/\(missing).json does not exist")
+        }
+        return dataset
     }
 }
 

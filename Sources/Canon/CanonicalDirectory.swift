@@ -80,6 +80,16 @@ public struct CanonicalDirectory: Sendable {
         }.sorted { $0.canonicalId < $1.canonicalId }
     }
 
+    /// The name a venue or team had on `date` (ms), or its current name; nil for an unknown id.
+    public func name(of id: String, on date: Int64? = nil) -> String? {
+        guard let entity = self.entities[id] else { return nil }
+        if let date, let named = entity.names.last(where: { ($0.from ?? .min) <= date && date < ($0.until ?? .max) }) { return named.name }
+        return entity.record.fields["name"]?.value.stringValue
+    }
+
+    /// The live `Stadium` or `Team` record with this canonical id.
+    public func record(_ id: String) -> Record? { self.entities[id]?.record }
+
     /// Venues within `radius` metres of a point, nearest first. With a date (ms), venues active then (opened
     /// by that year, not yet deprecated); without one, venues active now. `sport` filters on the venue's sports.
     public func nearby(latitude: Double, longitude: Double, radius: Double = 5000, sport: String? = nil, on date: Int64? = nil) -> [Nearby] {

@@ -3,11 +3,12 @@ import CloudPostgres
 import Logging
 import Synchronization
 
-/// The documented extensions `canonical/resolve` and `canonical/nearby` on the public database
-/// (docs/CANONICAL.md). The directory is rebuilt when the database's change head moves.
+/// The documented extensions `canonical/resolve`, `canonical/nearby`, `canonical/games`, `canonical/gameDates`
+/// and `canonical/match` on the public database (docs/CANONICAL.md). They answer from a `CanonicalCatalog`,
+/// rebuilt once (however many requests wait for it) when the database's change head moves.
 public final class CanonicalEndpoints: Sendable {
     let records: RecordStore
-    private let cache = Mutex<[Int64: (head: Int64, directory: CanonicalDirectory)]>([:])
+    private let cache = Mutex<[Int64: (head: Int64, catalog: Task<CanonicalCatalog, any Error>)]>([:])
 
     public init(records: RecordStore) { self.records = records }
 
@@ -15,18 +16,36 @@ public final class CanonicalEndpoints: Sendable {
         [
             ExtensionEndpoint(path: "canonical/resolve") { body, database, logger in try await self.resolve(body, database, logger) },
             ExtensionEndpoint(path: "canonical/nearby") { body, database, logger in try await self.nearby(body, database, logger) },
+            ExtensionEndpoint(path: "canonical/games") { body, database, logger in try await self.games(body, database, logger) },
+            ExtensionEndpoint(path: "canonical/gameDates") { body, database, logger in try await self.gameDates(body, database, logger) },
+            ExtensionEndpoint(path: "canonical/match") { body, database, logger in try await self.match(body, database, logger) },
         ]
     }
 
-    func directory(for database: DatabaseRef, logger: Logger) async throws -> CanonicalDirectory {
+    func catalog(for database: DatabaseRef, logger: Logger) async throws -> CanonicalCatalog {
         guard database.scope == .public else { throw CloudError.badRequest("canonical/* answers from the public database only") }
         let head = try await self.records.changeHead(of: database, logger: logger)
-        if let cached = self.cache.withLock({ $0[database.id] }), cached.head == head { return cached.directory }
-        let loaded = try await self.records.records(
-            ofTypes: ["Stadium", "Team", "StadiumAlias", "TeamAlias"], zoneName: defaultZoneName, in: database, logger: logger)
-        let directory = CanonicalDirectory(records: loaded.records)
-        self.cache.withLock { $0[database.id] = (loaded.head, directory) }
-        return directory
+        let task = self.cache.withLock { cache in
+            if let cached = cache[database.id], cached.head == head { return cached.catalog }
+            let records = self.records
+            let task = Task {
+                CanonicalCatalog(
+                    records: try await records.records(ofTypes: CanonicalCatalog.recordTypes, zoneName: nil, in: database, logger: logger).records)
+            }
+            cache[database.id] = (head, task)
+            return task
+        }
+        do {
+            return try await task.value
+        } catch {
+            // A failed load is not kept: the next request tries again.
+            self.cache.withLock { cache in if cache[database.id]?.head == head { cache[database.id] = nil } }
+            throw error
+        }
+    }
+
+    func directory(for database: DatabaseRef, logger: Logger) async throws -> CanonicalDirectory {
+        try await self.catalog(for: database, logger: logger).directory
     }
 
     /// A date as ms since 1970, or `YYYY-MM-DD`, between the years 1000 and 9999.

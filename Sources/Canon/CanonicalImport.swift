@@ -21,7 +21,9 @@ public struct CanonicalImportPlan: Sendable {
     public var changes: [Change] = []
 
     /// The record types the import owns; records of other types in the zone are left alone.
-    public static let canonicalTypes: Set<String> = ["League", "Conference", "Division", "Stadium", "Team", "StadiumAlias", "TeamAlias", "TeamVenue"]
+    public static let canonicalTypes: Set<String> = [
+        "League", "Conference", "Division", "Stadium", "Team", "StadiumAlias", "TeamAlias", "TeamVenue", "Game",
+    ]
 
     /// - Throws: `CanonError` listing every immutable field the source tried to change (nothing is imported).
     public init(source: [RecordDraft], stored: [String: Record], schema: Schema, now: Int64) throws {

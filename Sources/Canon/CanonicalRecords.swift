@@ -103,6 +103,143 @@ extension CanonicalDataset {
     }
 }
 
+extension CanonicalDataset {
+    /// The public zone that holds a league-season file's games: `mlb_2025` → `games_mlb_2025`.
+    public static func gameZone(_ season: String) -> String { "games_" + season }
+
+    /// Every game as a `Game` record, by zone. Games point at leagues, teams and venues of the dataset by id.
+    /// - Throws: `CanonError` listing every game whose league, teams or venue the dataset lacks, every
+    ///   malformed time or id, and ids used twice (nothing is imported).
+    public func gameRecords() throws -> [String: [RecordDraft]] {
+        let leagues = Set(self.leagues.map(\.id))
+        let teams = Set(self.teams.map(\.id))
+        let stadiums = Set(self.stadiums.map(\.id))
+        var problems: [String] = []
+        var seen = Set<String>()
+        var zones: [String: [RecordDraft]] = [:]
+        for (season, games) in self.games.sorted(by: { $0.key < $1.key }) {
+            zones[Self.gameZone(season)] = games.compactMap { game in
+                var missing: [String] = []
+                if !CanonicalID.isValid(game.id) { missing.append("id is not a canonical id") }
+                if !seen.insert(game.id).inserted { missing.append("id is used twice") }
+                if !leagues.contains(game.leagueId) { missing.append("unknown league \(game.leagueId)") }
+                for team in [game.homeTeamId, game.awayTeamId] where !teams.contains(team) { missing.append("unknown team \(team)") }
+                if !stadiums.contains(game.stadiumId) { missing.append("unknown venue \(game.stadiumId)") }
+                let start = GameTime.milliseconds(game.startTime)
+                if start == nil { missing.append("startTime \(game.startTime) is not YYYY-MM-DDTHH:MM:SSZ") }
+                if (try? CanonicalDate.milliseconds(game.localDate)) == nil { missing.append("localDate \(game.localDate) is not YYYY-MM-DD") }
+                guard missing.isEmpty, let start else {
+                    problems.append("\(season): \(game.id): " + missing.joined(separator: ", "))
+                    return nil
+                }
+                let fields: [String: FieldValue?] = [
+                    "canonicalId": .string(game.id), "uuid": .string(CanonicalID.uuid(for: game.id).uuidString),
+                    "league": .reference(game.leagueId), "season": .int(game.season), "seasonLabel": .string(game.seasonLabel),
+                    "gameType": .string(game.gameType), "startTime": FieldValue(type: .timestamp, value: .int(start)),
+                    "timeTBD": .int(game.timeTBD ? 1 : 0), "localDate": .string(game.localDate),
+                    "homeTeam": .reference(game.homeTeamId), "awayTeam": .reference(game.awayTeamId), "stadium": .reference(game.stadiumId),
+                    "neutralSite": .int(game.neutralSite ? 1 : 0), "status": .string(game.status),
+                    "homeScore": game.homeScore.map(FieldValue.int), "awayScore": game.awayScore.map(FieldValue.int),
+                    "source": .string(game.source), "sourceGameId": game.sourceGameId.map(FieldValue.string),
+                ]
+                return RecordDraft(recordName: game.id, recordType: "Game", fields: fields.compactMapValues { $0 })
+            }
+        }
+        guard problems.isEmpty else {
+            let shown = problems.prefix(50).joined(separator: "; ")
+            throw CanonError(
+                "\(problems.count) game(s) cannot be imported; nothing was imported: \(shown)\(problems.count > 50 ? "; …" : "")")
+        }
+        return zones
+    }
+}
+
+/// Game start times in the dataset: `YYYY-MM-DDTHH:MM:SSZ` (UTC).
+public enum GameTime {
+    /// Milliseconds since 1970, or nil when `text` is not that form or not a real time.
+    public static func milliseconds(_ text: String) -> Int64? {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 20, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"),
+            bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"), bytes[19] == UInt8(ascii: "Z")
+        else { return nil }
+        func number(_ range: Range<Int>) -> Int? {
+            var value = 0
+            for byte in bytes[range] {
+                guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+            }
+            return value
+        }
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10), let hour = number(11..<13),
+            let minute = number(14..<16), let second = number(17..<19), (1...12).contains(month), (1...31).contains(day), hour < 24,
+            minute < 60, second < 60, let days = CivilDate(year: year, month: month, day: day)?.daysSince1970
+        else { return nil }
+        return (Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second)) * 1000
+    }
+}
+
+/// A calendar day without a time zone, with the proleptic Gregorian arithmetic games need (local days,
+/// month strips, ranges) and none of Foundation's calendar cost.
+public struct CivilDate: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public var year, month, day: Int
+
+    /// Nil when the day does not exist (`2025-02-30`).
+    public init?(year: Int, month: Int, day: Int) {
+        guard (1000...9999).contains(year), (1...12).contains(month), day >= 1, day <= Self.daysIn(month: month, year: year) else { return nil }
+        (self.year, self.month, self.day) = (year, month, day)
+    }
+
+    /// Parses `YYYY-MM-DD`.
+    public init?(_ text: some StringProtocol) {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2, let year = Int(parts[0]), let month = Int(parts[1]),
+            let day = Int(parts[2])
+        else { return nil }
+        self.init(year: year, month: month, day: day)
+    }
+
+    /// The day `days` after 1970-01-01.
+    public init(daysSince1970 days: Int) {
+        // Howard Hinnant's civil_from_days.
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        (self.year, self.month, self.day) = (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    public var daysSince1970: Int {
+        // Howard Hinnant's days_from_civil.
+        let y = self.month <= 2 ? self.year - 1 : self.year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (self.month > 2 ? self.month - 3 : self.month + 9) + 2) / 5 + self.day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    public func adding(days: Int) -> CivilDate { CivilDate(daysSince1970: self.daysSince1970 + days) }
+
+    public var description: String {
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(self.year)-\(two(self.month))-\(two(self.day))"
+    }
+
+    public static func < (a: CivilDate, b: CivilDate) -> Bool { (a.year, a.month, a.day) < (b.year, b.month, b.day) }
+
+    static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+}
+
 extension FieldValue {
     static func string(_ text: String) -> FieldValue { FieldValue(type: .string, value: .string(text)) }
     static func int(_ number: Int) -> FieldValue { FieldValue(type: .int64, value: .int(Int64(number))) }

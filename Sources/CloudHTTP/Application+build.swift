@@ -39,6 +39,7 @@ public func buildRouter(configuration: ServerConfiguration, dependencies: Server
     let router = Router()
     router.add(middleware: RequestLogMiddleware())
     router.add(middleware: MetricsMiddleware())
+    router.add(middleware: CompressionMiddleware())
     router.add(middleware: CloudErrorMiddleware())
     OperationsController(dependencies: dependencies).addRoutes(to: router)
     let capabilities = AssetCapabilities(signer: dependencies.records.signer, clock: configuration.clock)

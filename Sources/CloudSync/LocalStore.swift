@@ -159,6 +159,19 @@ public final class LocalStore: Sendable, WebAuthTokenKeeper {
         }
     }
 
+    /// Live records of a type whose STRING field `field` equals `value`, by record name.
+    public func records(ofType recordType: String, scope: DatabaseScope, where field: String, equals value: String) throws -> [LocalRecord] {
+        try self.database.read { db in
+            try db.rows(
+                """
+                SELECT * FROM records WHERE scope = ? AND recordType = ? AND deleted = 0
+                AND json_extract(fields, '$.' || ? || '.value') = ? ORDER BY recordName
+                """,
+                [scope.rawValue, recordType, field, value]
+            ).map(Self.record(from:))
+        }
+    }
+
     public func hasRecords(ofType recordType: String, scope: DatabaseScope) throws -> Bool {
         try self.database.read { db in
             try db.value(

@@ -55,12 +55,18 @@ public struct SyncConfiguration: Sendable {
 public actor SyncEngine {
     public let service: CloudKitWebService
     public let store: LocalStore
-    public let configuration: SyncConfiguration
+    public private(set) var configuration: SyncConfiguration
 
     public init(service: CloudKitWebService, store: LocalStore, configuration: SyncConfiguration = SyncConfiguration()) {
         self.service = service
         self.store = store
         self.configuration = configuration
+    }
+
+    /// Follows these public zones from the next sync on; zones no longer followed are dropped from the device.
+    public func follow(publicZones zones: [String]) throws {
+        for zone in Set(self.configuration.publicZones).subtracting(zones) { try self.store.dropZone(scope: .public, zone: zone) }
+        self.configuration.publicZones = zones
     }
 
     /// The sync in progress: a second caller joins it instead of fetching the same pages again in parallel.

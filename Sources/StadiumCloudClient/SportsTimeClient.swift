@@ -65,6 +65,11 @@ public final class StadiumCloudClient: Sendable {
                 "environment": .string(endpoint.environment), "apiToken": .string(endpoint.apiToken),
             ]))
         let service = CloudKitWebService(endpoint: endpoint, transport: transport, tokens: store, deviceID: try store.deviceID(), retry: retry)
+        // The game seasons this device follows (`follow(seasons:)`) are public zones next to the default one.
+        var configuration = configuration
+        if let seasons = try store.setting("gameSeasons"), !seasons.isEmpty {
+            configuration.publicZones += Self.publicZones(seasons: seasons.split(separator: ",").map(String.init)).dropFirst()
+        }
         self.store = store
         self.engine = SyncEngine(service: service, store: store, configuration: configuration)
     }

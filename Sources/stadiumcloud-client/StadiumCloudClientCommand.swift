@@ -16,7 +16,10 @@ struct ClientCommand: AsyncParsableCommand {
         commandName: "stadiumcloud-client",
         abstract: "A SportsTime device: sign in, sync, add and list visits, upload and download photos.",
         discussion: "Everything is kept in a local SQLite store (--store); edits work offline and `sync` sends them.",
-        subcommands: [SignIn.self, SignOut.self, Sync.self, Status.self, Stadiums.self, Nickname.self, Favorite.self, Visits.self, Photos.self])
+        subcommands: [
+            SignIn.self, SignOut.self, Sync.self, Status.self, Stadiums.self, Nickname.self, Favorite.self, Visits.self, Photos.self, Seasons.self,
+            Games.self, Match.self,
+        ])
 }
 
 /// The local store every command opens.

@@ -7,7 +7,7 @@ import Testing
 /// the alias ranges of one venue or team do not overlap, and ids follow the canonical format.
 @Suite struct DatasetTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let dataset = Result { try CanonicalDataset.load(from: root.appendingPathComponent("Resources/canonical").path) }
+    static let dataset = Result { try CanonicalDataset.load(from: root.appendingPathComponent("Resources/canonical").path, gameSeasons: []) }
 
     @Test func everyTeamHasAVenueWithCoordinatesAndATimeZone() throws {
         let dataset = try Self.dataset.get()

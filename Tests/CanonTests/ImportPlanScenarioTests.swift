@@ -9,7 +9,7 @@ import Testing
     static let schema = Result {
         try Schema.parse(Array(FileManager.default.contents(atPath: root.appendingPathComponent("Resources/schema.json").path)!))
     }
-    static let dataset = Result { try CanonicalDataset.load(from: root.appendingPathComponent("Resources/canonical").path) }
+    static let dataset = Result { try CanonicalDataset.load(from: root.appendingPathComponent("Resources/canonical").path, gameSeasons: []) }
     static let stamp = ChangeStamp(timestamp: 0, userRecordName: "_canonicalImport", deviceID: "test")
 
     /// What a first import of `dataset` stored.

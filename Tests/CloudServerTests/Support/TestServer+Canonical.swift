@@ -9,7 +9,7 @@ enum CanonicalFixtures {
     static let schema = Result {
         try Schema.parse(Array(FileManager.default.contents(atPath: root.appendingPathComponent("Resources/schema.json").path)!))
     }
-    static let dataset = Result { try CanonicalDataset.load(from: root.appendingPathComponent("Resources/canonical").path) }
+    static let dataset = Result { try CanonicalDataset.load(from: root.appendingPathComponent("Resources/canonical").path, gameSeasons: []) }
 }
 
 /// The canonical import and the public database's change token.

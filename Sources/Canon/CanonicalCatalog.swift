@@ -1,0 +1,112 @@
+import CloudCore
+import Foundation
+
+/// Everything the canonical extensions answer from, built from one snapshot of the public database: names and
+/// places (`CanonicalDirectory`), games (`GameIndex`), leagues and the venues' time zones.
+public struct CanonicalCatalog: Sendable {
+    public let directory: CanonicalDirectory
+    public let games: GameIndex
+    /// League id → sport (`league_mlb` → `baseball`).
+    public let sports: [String: String]
+    /// `mlb`, `MLB` and `league_mlb` → `league_mlb`.
+    private let leagueIDs: [String: String]
+    /// Venue id → its time zone.
+    private let timeZones: [String: TimeZone]
+
+    /// The record types the catalog is built from.
+    public static let recordTypes = ["League", "Stadium", "Team", "StadiumAlias", "TeamAlias", "Game"]
+
+    public init(records: [Record]) {
+        self.directory = CanonicalDirectory(records: records)
+        self.games = GameIndex(records: records.filter { $0.recordType == "Game" })
+        var sports: [String: String] = [:]
+        var leagueIDs: [String: String] = [:]
+        var zones: [String: TimeZone] = [:]
+        var known: [String: TimeZone] = [:]
+        for record in records where !record.deleted {
+            switch record.recordType {
+            case "League":
+                sports[record.recordName] = record.fields["sport"]?.value.stringValue
+                leagueIDs[record.recordName] = record.recordName
+                if let abbreviation = record.fields["abbreviation"]?.value.stringValue { leagueIDs[abbreviation.lowercased()] = record.recordName }
+            case "Stadium":
+                if let name = record.fields["timeZone"]?.value.stringValue, let zone = known[name] ?? TimeZone(identifier: name) {
+                    known[name] = zone
+                    zones[record.recordName] = zone
+                }
+            default: break
+            }
+        }
+        (self.sports, self.leagueIDs, self.timeZones) = (sports, leagueIDs, zones)
+    }
+
+    /// The league id for `mlb`, `MLB` or `league_mlb`; nil when there is no such league.
+    public func league(_ text: String) -> String? { self.leagueIDs[text] ?? self.leagueIDs[text.lowercased()] }
+
+    /// The calendar day at a venue at `time` (ms); nil for a venue without a known time zone.
+    public func localDate(of time: Int64, at stadium: String) -> CivilDate? {
+        guard let zone = self.timeZones[stadium] else { return nil }
+        let seconds = time / 1000 + Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(time) / 1000)))
+        return CivilDate(daysSince1970: Int(seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400))
+    }
+}
+
+extension CanonicalCatalog {
+    /// How sure a photo-to-game match is: `exact` (at the venue, during the game), `likely` (at the venue that
+    /// day, or near it during the game), `possible` (somewhere near, that day).
+    public enum MatchConfidence: String, Sendable, Comparable {
+        case exact, likely, possible
+        var rank: Int { self == .exact ? 0 : self == .likely ? 1 : 2 }
+        public static func < (a: Self, b: Self) -> Bool { a.rank < b.rank }
+    }
+
+    /// One game a photo may show.
+    public struct Match: Sendable {
+        public var game: GameIndex.Game
+        public var venue: CanonicalDirectory.Nearby
+        public var confidence: MatchConfidence
+        /// Minutes from the game's start to the capture time (negative: before the start).
+        public var minutesFromStart: Int
+    }
+
+    /// How long a game of a sport lasts, for "taken during the game" (start − 90 min … start + this).
+    static func duration(ofSport sport: String?) -> Int64 {
+        switch sport {
+        case "baseball", "american_football": 4 * 3_600_000
+        case "soccer": 150 * 60_000
+        default: 3 * 3_600_000
+        }
+    }
+
+    /// The games a photo taken at a place and time may show, best first: venues near the point that were open
+    /// on that date (`CanonicalDirectory.nearby`), the games at each on the capture's local day (or the evening
+    /// before, for a game running past midnight), with the venue's and the game's names of that date.
+    /// `venues` lists every nearby venue, also those without a game.
+    public func match(latitude: Double, longitude: Double, time: Int64, sport: String? = nil, radius: Double = 5000) -> (
+        matches: [Match], venues: [CanonicalDirectory.Nearby]
+    ) {
+        let venues = self.directory.nearby(latitude: latitude, longitude: longitude, radius: radius, sport: sport, on: time)
+        var matches: [Match] = []
+        for venue in venues {
+            guard let day = self.localDate(of: time, at: venue.canonicalId) else { continue }
+            for game in self.games.games(on: day.adding(days: -1)...day, GameIndex.Filter(venue: venue.canonicalId)) {
+                let sinceStart = time - game.startTime
+                let during = !game.timeTBD && sinceStart >= -90 * 60_000 && sinceStart <= Self.duration(ofSport: self.sports[game.league])
+                guard during || game.localDate == day else { continue }
+                let confidence: MatchConfidence =
+                    switch venue.confidence {
+                    case .high: during ? .exact : .likely
+                    case .medium: during ? .likely : .possible
+                    case .low: .possible
+                    }
+                matches.append(Match(game: game, venue: venue, confidence: confidence, minutesFromStart: Int(sinceStart / 60_000)))
+            }
+        }
+        matches.sort {
+            ($0.confidence.rank, $0.venue.distanceMeters, abs($0.minutesFromStart)) < (
+                $1.confidence.rank, $1.venue.distanceMeters, abs($1.minutesFromStart)
+            )
+        }
+        return (matches, venues)
+    }
+}

@@ -1,0 +1,169 @@
+import CloudCore
+import Logging
+
+/// `canonical/games`, `canonical/gameDates` and `canonical/match`: games by local day, the days that have games,
+/// and photo-to-game matching (docs/CANONICAL.md, "Games").
+extension CanonicalEndpoints {
+    /// The longest range one request may ask for: a season, with room for its playoffs.
+    static let maxRangeDays = 366
+
+    /// `{"date": "2025-03-18"}` or `{"from": …, "to": …}`, optionally narrowed by league(s), team and venue.
+    func games(_ body: JSONValue, _ database: DatabaseRef, _ logger: Logger) async throws -> JSONValue {
+        let catalog = try await self.catalog(for: database, logger: logger)
+        let filter = try Self.filter(body, catalog)
+        let days: ClosedRange<CivilDate>
+        if body["date"] != nil {
+            guard body["from"] == nil, body["to"] == nil else { throw CloudError.badRequest("give either date or from and to, not both") }
+            let day = try Self.day(body["date"], "date")
+            days = day...day
+        } else if body["from"] != nil || body["to"] != nil {
+            days = try Self.range(body)
+        } else {
+            throw CloudError.badRequest("date (YYYY-MM-DD) or from and to are required")
+        }
+        return ["games": .array(catalog.games.games(on: days, filter).map { Self.json($0, catalog) })]
+    }
+
+    /// The local days with games for a league, team or venue, in a `month` (`2025-10`), a `season` (`2025`) or a
+    /// `from`…`to` range.
+    func gameDates(_ body: JSONValue, _ database: DatabaseRef, _ logger: Logger) async throws -> JSONValue {
+        let catalog = try await self.catalog(for: database, logger: logger)
+        var filter = try Self.filter(body, catalog)
+        guard filter.leagues != nil || filter.team != nil || filter.venue != nil else {
+            throw CloudError.badRequest("league, team or venue is required")
+        }
+        let days: ClosedRange<CivilDate>
+        if let month = body["month"] {
+            guard let text = month.stringValue, let first = CivilDate(text + "-01") else {
+                throw CloudError.badRequest("month must be YYYY-MM")
+            }
+            days = first...CivilDate(year: first.year, month: first.month, day: CivilDate.daysIn(month: first.month, year: first.year))!
+        } else if let season = body["season"] {
+            guard let year = season.int64Value, (1000...9999).contains(year) else {
+                throw CloudError.badRequest("season must be a year such as 2025")
+            }
+            filter.season = Int(year)
+            // The season's days: the team's league's, or, for a venue several leagues share, all of theirs.
+            let teamLeague = filter.team.flatMap { catalog.directory.record($0)?.fields["league"]?.value["recordName"]?.stringValue }
+            let leagues = filter.leagues ?? teamLeague.map { [$0] } ?? Set(catalog.sports.keys)
+            let spans = leagues.compactMap { catalog.games.span(league: $0, season: Int(year)) }
+            guard let first = spans.map(\.lowerBound).min(), let last = spans.map(\.upperBound).max() else { return ["dates": []] }
+            days = first...last
+        } else if body["from"] != nil || body["to"] != nil {
+            days = try Self.range(body)
+        } else {
+            throw CloudError.badRequest("month (YYYY-MM), season (YYYY) or from and to are required")
+        }
+        return [
+            "dates": .array(catalog.games.dates(in: days, filter).map { ["date": .string($0.date.description), "games": .int(Int64($0.games))] })
+        ]
+    }
+
+    /// GPS and capture time (+ optional sport and radius) → the games the photo may show, best first.
+    func match(_ body: JSONValue, _ database: DatabaseRef, _ logger: Logger) async throws -> JSONValue {
+        guard let latitude = body["latitude"]?.doubleValue, let longitude = body["longitude"]?.doubleValue,
+            (-90...90).contains(latitude), (-180...180).contains(longitude)
+        else { throw CloudError.badRequest("latitude (-90…90) and longitude (-180…180) are required") }
+        let time: Int64
+        switch body["time"] {
+        case .some(let value) where value.stringValue != nil:
+            guard let ms = GameTime.milliseconds(value.stringValue!) else {
+                throw CloudError.badRequest("time must be YYYY-MM-DDTHH:MM:SSZ or milliseconds since 1970")
+            }
+            time = ms
+        case .some(let value) where value.int64Value != nil && CanonicalDate.supported.contains(value.int64Value!):
+            time = value.int64Value!
+        default:
+            throw CloudError.badRequest("time (the capture time: YYYY-MM-DDTHH:MM:SSZ or milliseconds since 1970) is required")
+        }
+        let radius = body["radius"]?.doubleValue ?? 5000
+        guard radius > 0, radius <= 50_000 else { throw CloudError.badRequest("radius must be 1 to 50000 metres") }
+        let sport = body["sport"]?.stringValue
+        let catalog = try await self.catalog(for: database, logger: logger)
+        if let sport, !catalog.sports.values.contains(sport) {
+            throw CloudError.badRequest("unknown sport \(sport) (known: \(Set(catalog.sports.values).sorted().joined(separator: ", ")))")
+        }
+        let found = catalog.match(latitude: latitude, longitude: longitude, time: time, sport: sport, radius: radius)
+        func venue(_ nearby: CanonicalDirectory.Nearby) -> JSONValue {
+            [
+                "canonicalId": .string(nearby.canonicalId), "name": .string(catalog.directory.name(of: nearby.canonicalId, on: time) ?? nearby.name),
+                "distance": .double((nearby.distanceMeters * 10).rounded() / 10), "confidence": .string(nearby.confidence.rawValue),
+            ]
+        }
+        return [
+            "matches": .array(
+                found.matches.map { match in
+                    [
+                        "confidence": .string(match.confidence.rawValue), "minutesFromStart": .int(Int64(match.minutesFromStart)),
+                        "venue": venue(match.venue), "game": Self.json(match.game, catalog),
+                    ]
+                }),
+            "venues": .array(found.venues.map(venue)),
+        ]
+    }
+
+    /// A game as the extensions answer it, with the teams' and venue's names of the game's date.
+    static func json(_ game: GameIndex.Game, _ catalog: CanonicalCatalog) -> JSONValue {
+        func named(_ id: String) -> JSONValue {
+            ["canonicalId": .string(id), "name": .string(catalog.directory.name(of: id, on: game.startTime) ?? id)]
+        }
+        var json: [String: JSONValue] = [
+            "canonicalId": .string(game.id), "league": .string(game.league), "season": .int(Int64(game.season)),
+            "seasonLabel": .string(game.seasonLabel), "gameType": .string(game.gameType), "status": .string(game.status),
+            "startTime": .int(game.startTime), "timeTBD": .bool(game.timeTBD), "localDate": .string(game.localDate.description),
+            "neutralSite": .bool(game.neutralSite), "homeTeam": named(game.homeTeam), "awayTeam": named(game.awayTeam), "venue": named(game.stadium),
+        ]
+        if let home = game.homeScore, let away = game.awayScore {
+            json["homeScore"] = .int(Int64(home))
+            json["awayScore"] = .int(Int64(away))
+        }
+        return .object(json)
+    }
+
+    /// `league` or `leagues`, `team` and `venue`, each checked against the catalog.
+    static func filter(_ body: JSONValue, _ catalog: CanonicalCatalog) throws -> GameIndex.Filter {
+        var filter = GameIndex.Filter()
+        var leagueNames: [JSONValue] = []
+        if let league = body["league"] { leagueNames.append(league) }
+        if let leagues = body["leagues"] {
+            guard let list = leagues.arrayValue else { throw CloudError.badRequest("leagues must be a list such as [\"mlb\", \"nba\"]") }
+            leagueNames += list
+        }
+        if !leagueNames.isEmpty {
+            filter.leagues = Set(
+                try leagueNames.map { value in
+                    guard let text = value.stringValue, let id = catalog.league(text) else {
+                        throw CloudError.badRequest(
+                            "unknown league \(value.stringValue ?? "\(value)") (use mlb, nba, nfl, nhl, mls, nwsl, wnba or a league id)")
+                    }
+                    return id
+                })
+        }
+        for (key, type) in [("team", "Team"), ("venue", "Stadium")] {
+            guard let value = body[key] else { continue }
+            guard let id = value.stringValue, catalog.directory.record(id)?.recordType == type else {
+                throw CloudError.badRequest(
+                    "unknown \(key) \(value.stringValue ?? "\(value)") (use a canonical id such as \(key == "team" ? "team_mlb_cubs" : "stadium_mlb_wrigley_field"))"
+                )
+            }
+            if key == "team" { filter.team = id } else { filter.venue = id }
+        }
+        return filter
+    }
+
+    /// `from` and `to` (inclusive local days), at most `maxRangeDays` apart.
+    static func range(_ body: JSONValue) throws -> ClosedRange<CivilDate> {
+        let from = try Self.day(body["from"], "from")
+        let to = try Self.day(body["to"], "to")
+        guard from <= to else { throw CloudError.badRequest("from (\(from)) is after to (\(to))") }
+        guard to.daysSince1970 - from.daysSince1970 < Self.maxRangeDays else {
+            throw CloudError.badRequest("a range may cover at most \(Self.maxRangeDays) days (one season); ask season by season")
+        }
+        return from...to
+    }
+
+    static func day(_ value: JSONValue?, _ name: String) throws -> CivilDate {
+        guard let text = value?.stringValue, let day = CivilDate(text) else { throw CloudError.badRequest("\(name) must be a date YYYY-MM-DD") }
+        return day
+    }
+}

@@ -1,0 +1,108 @@
+import CloudCore
+
+/// The public database's live `Game` records by local day, team, venue and league-season: what games-by-date,
+/// the date strip and photo matching read. Pure and immutable; rebuilt when the public database changes.
+public struct GameIndex: Sendable {
+    /// One game as the index keeps it.
+    public struct Game: Sendable, Equatable {
+        public var id, league: String
+        public var season: Int
+        public var seasonLabel, gameType, status: String
+        /// Milliseconds since 1970 (UTC).
+        public var startTime: Int64
+        public var timeTBD, neutralSite: Bool
+        /// The calendar day at the venue.
+        public var localDate: CivilDate
+        public var homeTeam, awayTeam, stadium: String
+        public var homeScore, awayScore: Int?
+    }
+
+    /// Which games a question is about; nil means any.
+    public struct Filter: Sendable {
+        public var leagues: Set<String>?
+        public var team: String?
+        public var venue: String?
+        public var season: Int?
+
+        public init(leagues: Set<String>? = nil, team: String? = nil, venue: String? = nil, season: Int? = nil) {
+            (self.leagues, self.team, self.venue, self.season) = (leagues, team, venue, season)
+        }
+
+        func matches(_ game: Game) -> Bool {
+            (self.leagues?.contains(game.league) ?? true) && (self.team.map { game.homeTeam == $0 || game.awayTeam == $0 } ?? true)
+                && (self.venue.map { game.stadium == $0 } ?? true) && (self.season.map { game.season == $0 } ?? true)
+        }
+    }
+
+    /// Every live game, by start time.
+    public let games: [Game]
+    private let byDate: [CivilDate: [Int]]
+    private let byTeam: [String: [Int]]
+    private let byVenue: [String: [Int]]
+    /// First and last local day of each league-season (`league_mlb|2025`).
+    private let seasonSpans: [String: ClosedRange<CivilDate>]
+
+    /// Builds the index from `Game` records; deleted and deprecated games (dropped by their source) are left out.
+    public init(records: [Record]) {
+        self.games = records.compactMap(Self.game(from:)).sorted { ($0.startTime, $0.id) < ($1.startTime, $1.id) }
+        var byDate: [CivilDate: [Int]] = [:]
+        var byTeam: [String: [Int]] = [:]
+        var byVenue: [String: [Int]] = [:]
+        var spans: [String: ClosedRange<CivilDate>] = [:]
+        for (index, game) in self.games.enumerated() {
+            byDate[game.localDate, default: []].append(index)
+            byTeam[game.homeTeam, default: []].append(index)
+            byTeam[game.awayTeam, default: []].append(index)
+            byVenue[game.stadium, default: []].append(index)
+            let key = game.league + "|" + String(game.season)
+            let span = spans[key]
+            spans[key] = min(span?.lowerBound ?? game.localDate, game.localDate)...max(span?.upperBound ?? game.localDate, game.localDate)
+        }
+        (self.byDate, self.byTeam, self.byVenue, self.seasonSpans) = (byDate, byTeam, byVenue, spans)
+    }
+
+    static func game(from record: Record) -> Game? {
+        let fields = record.fields
+        func string(_ name: String) -> String? { fields[name]?.value.stringValue }
+        func int(_ name: String) -> Int? { fields[name]?.value.int64Value.map { Int($0) } }
+        func reference(_ name: String) -> String? { fields[name]?.value["recordName"]?.stringValue }
+        guard record.recordType == "Game", !record.deleted, fields["deprecatedAt"] == nil, let league = reference("league"),
+            let season = int("season"), let start = fields["startTime"]?.value.int64Value, let day = string("localDate").flatMap({ CivilDate($0) }),
+            let home = reference("homeTeam"), let away = reference("awayTeam"), let stadium = reference("stadium")
+        else { return nil }
+        return Game(
+            id: record.recordName, league: league, season: season, seasonLabel: string("seasonLabel") ?? String(season),
+            gameType: string("gameType") ?? "regular", status: string("status") ?? "scheduled", startTime: start, timeTBD: int("timeTBD") == 1,
+            neutralSite: int("neutralSite") == 1, localDate: day, homeTeam: home, awayTeam: away, stadium: stadium,
+            homeScore: int("homeScore"), awayScore: int("awayScore"))
+    }
+
+    /// Games whose local day is in `days`, by start time.
+    public func games(on days: ClosedRange<CivilDate>, _ filter: Filter = Filter()) -> [Game] {
+        // Walk the shortest list that must contain every answer: a team's or a venue's games, or the days.
+        let lists = [filter.team.map { self.byTeam[$0] ?? [] }, filter.venue.map { self.byVenue[$0] ?? [] }].compactMap { $0 }
+        if let shortest = lists.min(by: { $0.count < $1.count }) {
+            return shortest.lazy.map { self.games[$0] }.filter { days.contains($0.localDate) && filter.matches($0) }
+        }
+        var found: [Game] = []
+        var day = days.lowerBound
+        while day <= days.upperBound {
+            for index in self.byDate[day] ?? [] where filter.matches(self.games[index]) { found.append(self.games[index]) }
+            day = day.adding(days: 1)
+        }
+        return found
+    }
+
+    /// The local days in `days` with at least one game, and how many.
+    public func dates(in days: ClosedRange<CivilDate>, _ filter: Filter) -> [(date: CivilDate, games: Int)] {
+        var counts: [CivilDate: Int] = [:]
+        for game in self.games(on: days, filter) { counts[game.localDate, default: 0] += 1 }
+        return counts.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+
+    /// The first and last local day of a league's season, when the index has games of it.
+    public func span(league: String, season: Int) -> ClosedRange<CivilDate>? { self.seasonSpans[league + "|" + String(season)] }
+
+    /// Whether any game involves this team or venue (to tell an unknown id from one without games).
+    public func hasGames(team: String) -> Bool { self.byTeam[team] != nil }
+}

@@ -1,0 +1,92 @@
+import CZlib
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// Compresses JSON answers with gzip when the client accepts it (`Accept-Encoding: gzip`): a first sync's pages
+/// shrink about tenfold. Streamed as the body is written, never buffered whole; small answers (under 1 KiB)
+/// and non-JSON bodies (asset bytes, already compressed) go out as they are.
+struct CompressionMiddleware<Context: RequestContext>: RouterMiddleware {
+    static var minimumSize: Int { 1024 }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var response = try await next(request, context)
+        guard Self.acceptsGzip(request.headers[.acceptEncoding]), response.headers[.contentEncoding] == nil,
+            response.headers[.contentType]?.hasPrefix("application/json") ?? false, (response.body.contentLength ?? .max) >= Self.minimumSize
+        else { return response }
+        let body = response.body
+        response.headers[.contentEncoding] = "gzip"
+        response.headers[.contentLength] = nil
+        response.headers.append(HTTPField(name: .vary, value: "Accept-Encoding"))
+        response.body = ResponseBody { writer in try await body.write(GzipBodyWriter(inner: writer)) }
+        return response
+    }
+
+    /// Whether an `Accept-Encoding` value admits gzip (`gzip`, `gzip;q=0.5`, `*`; not `gzip;q=0`).
+    static func acceptsGzip(_ header: String?) -> Bool {
+        guard let header else { return false }
+        return header.split(separator: ",").contains { item in
+            let parts = item.split(separator: ";").map { $0.filter { !$0.isWhitespace }.lowercased() }
+            guard let coding = parts.first, coding == "gzip" || coding == "*" else { return false }
+            let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
+            return quality > 0
+        }
+    }
+}
+
+/// Writes the gzip form of what is written to it into another body writer.
+struct GzipBodyWriter: ResponseBodyWriter {
+    var inner: any ResponseBodyWriter
+    let deflater = Deflater()
+
+    mutating func write(_ buffer: ByteBuffer) async throws {
+        let compressed = try self.deflater.deflate(buffer, finish: false)
+        if compressed.readableBytes > 0 { try await self.inner.write(compressed) }
+    }
+
+    consuming func finish(_ trailingHeaders: HTTPFields?) async throws {
+        try await self.inner.write(try self.deflater.deflate(ByteBuffer(), finish: true))
+        try await self.inner.finish(trailingHeaders)
+    }
+}
+
+/// One zlib deflate stream producing gzip framing.
+final class Deflater {
+    private let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
+
+    init() {
+        self.stream.initialize(to: z_stream())
+        // windowBits 15 + 16: gzip header and trailer; level 6 is zlib's default balance of size and speed.
+        let status = deflateInit2_(self.stream, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
+        precondition(status == Z_OK, "zlib could not start a deflate stream (\(status))")
+    }
+
+    deinit {
+        deflateEnd(self.stream)
+        self.stream.deallocate()
+    }
+
+    struct Failure: Error { var status: Int32 }
+
+    /// Compresses `input`; with `finish` also flushes and writes the gzip trailer.
+    func deflate(_ input: ByteBuffer, finish: Bool) throws -> ByteBuffer {
+        var input = input
+        var output = ByteBuffer()
+        try input.withUnsafeMutableReadableBytes { source in
+            self.stream.pointee.next_in = source.baseAddress?.assumingMemoryBound(to: Bytef.self)
+            self.stream.pointee.avail_in = uInt(source.count)
+            repeat {
+                output.reserveCapacity(minimumWritableBytes: max(4096, source.count / 4))
+                _ = try output.writeWithUnsafeMutableBytes(minimumWritableBytes: 0) { target in
+                    self.stream.pointee.next_out = target.baseAddress?.assumingMemoryBound(to: Bytef.self)
+                    self.stream.pointee.avail_out = uInt(target.count)
+                    let status = CZlib.deflate(self.stream, finish ? Z_FINISH : Z_NO_FLUSH)
+                    guard status == Z_OK || status == Z_STREAM_END || status == Z_BUF_ERROR else { throw Failure(status: status) }
+                    return target.count - Int(self.stream.pointee.avail_out)
+                }
+            } while self.stream.pointee.avail_out == 0 || (finish && self.stream.pointee.avail_in > 0)
+        }
+        return output
+    }
+}

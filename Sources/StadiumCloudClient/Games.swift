@@ -1,0 +1,126 @@
+import CloudCore
+import CloudSync
+import Foundation
+
+/// A canonical game, read from the device's copy of the seasons it follows.
+public struct Game: Sendable, Equatable {
+    public var id, leagueID: String
+    /// The season's start year (`2025` for NBA 2025-26) and its label.
+    public var season: Int
+    public var seasonLabel, gameType, status: String
+    /// Milliseconds since 1970 (UTC); `timeTBD` when the source has no real start time yet.
+    public var startTime: Int64
+    public var timeTBD: Bool
+    /// The calendar day at the venue (`2025-03-18`).
+    public var localDate: String
+    public var homeTeamID, awayTeamID, stadiumID: String
+    public var homeScore, awayScore: Int?
+}
+
+/// A game a photo may show, as the server's `canonical/match` ranks it.
+public struct GameMatch: Sendable, Equatable {
+    public var gameID: String
+    public var stadiumID: String
+    public var stadiumName: String
+    /// `exact` (at the venue during the game), `likely` or `possible`.
+    public var confidence: String
+    public var minutesFromStart: Int
+    /// The game as the server describes it: teams and venue with their names of that date, score, status.
+    public var summary: String
+}
+
+extension StadiumCloudClient {
+    /// The league-seasons whose games this device keeps (`mlb_2025`, `nba_2025`), each a public zone synced with
+    /// its own change token. Remembered in the store.
+    public var followedSeasons: [String] {
+        (try? self.store.setting("gameSeasons"))?.flatMap { $0.isEmpty ? nil : $0.split(separator: ",").map(String.init) } ?? []
+    }
+
+    /// Keeps the games of `seasons` on this device from the next sync on; seasons no longer listed are removed
+    /// from it (the server keeps them; `games(on:)` then answers from what is left, `match` still asks the server).
+    public func follow(seasons: [String]) async throws {
+        for season in seasons where !CanonicalSeason.isValid(season) {
+            throw SyncError(code: "BAD_REQUEST", reason: "\(season) is not a league-season such as mlb_2025 or nba_2025", status: 0)
+        }
+        let unique = Array(Set(seasons)).sorted()
+        try self.store.setSetting("gameSeasons", unique.joined(separator: ","))
+        try await self.engine.follow(publicZones: Self.publicZones(seasons: unique))
+    }
+
+    static func publicZones(seasons: [String]) -> [String] { [defaultZoneName] + seasons.map { "games_" + $0 } }
+
+    /// Games on a local day (`2025-03-18`) from the followed seasons, optionally of some leagues (`mlb` or
+    /// `league_mlb`), by start time. Offline.
+    public func games(on localDate: String, leagues: [String]? = nil) throws -> [Game] {
+        let wanted = leagues.map { Set($0.map { $0.hasPrefix("league_") ? $0 : "league_" + $0.lowercased() }) }
+        return try self.store.records(ofType: "Game", scope: .public, where: "localDate", equals: localDate).compactMap(Self.game(from:))
+            .filter { wanted?.contains($0.leagueID) ?? true }.sorted { ($0.startTime, $0.id) < ($1.startTime, $1.id) }
+    }
+
+    /// A team's games between two local days (inclusive, `YYYY-MM-DD`), home and away, by start time. Offline.
+    public func games(team teamID: String, from: String, through: String) throws -> [Game] {
+        let home = try self.store.records(ofType: "Game", scope: .public, referencing: teamID, in: "homeTeam")
+        let away = try self.store.records(ofType: "Game", scope: .public, referencing: teamID, in: "awayTeam")
+        return (home + away).compactMap(Self.game(from:)).filter { $0.localDate >= from && $0.localDate <= through }
+            .sorted { ($0.startTime, $0.id) < ($1.startTime, $1.id) }
+    }
+
+    /// A venue's games between two local days (inclusive), by start time. Offline.
+    public func games(stadium stadiumID: String, from: String, through: String) throws -> [Game] {
+        try self.store.records(ofType: "Game", scope: .public, referencing: stadiumID, in: "stadium").compactMap(Self.game(from:))
+            .filter { $0.localDate >= from && $0.localDate <= through }.sorted { ($0.startTime, $0.id) < ($1.startTime, $1.id) }
+    }
+
+    /// The team's name on a day (ms since 1970): the alias valid then, else its current name.
+    public func teamName(_ id: String, on date: Int64) throws -> String? {
+        for alias in try self.store.records(ofType: "TeamAlias", scope: .public, referencing: id, in: "team") {
+            let from = alias.fields["validFrom"]?.value.int64Value ?? .min
+            let until = alias.fields["validUntil"]?.value.int64Value ?? .max
+            if from <= date, date < until, let name = alias.fields["name"]?.value.stringValue { return name }
+        }
+        return try self.store.record(id, scope: .public)?.fields["name"]?.value.stringValue
+    }
+
+    /// The games a photo taken at a place and time may show, best first (the server's `canonical/match`, which
+    /// knows every season, also those this device does not keep). `time` is ms since 1970.
+    public func match(latitude: Double, longitude: Double, time: Int64, sport: String? = nil) async throws -> [GameMatch] {
+        var body: [String: JSONValue] = ["latitude": .double(latitude), "longitude": .double(longitude), "time": .int(time)]
+        if let sport { body["sport"] = .string(sport) }
+        let answer = try await self.engine.service.call(.public, "canonical/match", .object(body))
+        return (answer["matches"]?.arrayValue ?? []).compactMap { match in
+            guard let game = match["game"], let id = game["canonicalId"]?.stringValue, let venue = match["venue"],
+                let stadiumID = venue["canonicalId"]?.stringValue
+            else { return nil }
+            let score = game["homeScore"].flatMap(\.int64Value).map { home in " \(game["awayScore"]?.int64Value ?? 0)–\(home)" } ?? ""
+            let summary =
+                "\(game["awayTeam"]?["name"]?.stringValue ?? "?") at \(game["homeTeam"]?["name"]?.stringValue ?? "?")\(score), "
+                + "\(game["localDate"]?.stringValue ?? "") (\(game["status"]?.stringValue ?? ""))"
+            return GameMatch(
+                gameID: id, stadiumID: stadiumID, stadiumName: venue["name"]?.stringValue ?? stadiumID,
+                confidence: match["confidence"]?.stringValue ?? "possible", minutesFromStart: Int(match["minutesFromStart"]?.int64Value ?? 0),
+                summary: summary)
+        }
+    }
+
+    static func game(from record: LocalRecord) -> Game? {
+        let fields = record.fields
+        guard record.fields["deprecatedAt"] == nil, let league = record.reference("league"), let season = fields["season"]?.value.int64Value,
+            let start = fields["startTime"]?.value.int64Value, let day = fields["localDate"]?.value.stringValue,
+            let home = record.reference("homeTeam"), let away = record.reference("awayTeam"), let stadium = record.reference("stadium")
+        else { return nil }
+        return Game(
+            id: record.recordName, leagueID: league, season: Int(season), seasonLabel: fields["seasonLabel"]?.value.stringValue ?? "\(season)",
+            gameType: fields["gameType"]?.value.stringValue ?? "regular", status: fields["status"]?.value.stringValue ?? "scheduled",
+            startTime: start,
+            timeTBD: fields["timeTBD"]?.value.int64Value == 1, localDate: day, homeTeamID: home, awayTeamID: away, stadiumID: stadium,
+            homeScore: fields["homeScore"]?.value.int64Value.map { Int($0) }, awayScore: fields["awayScore"]?.value.int64Value.map { Int($0) })
+    }
+}
+
+/// League-season names: a league abbreviation and the season's start year (`mlb_2025`).
+enum CanonicalSeason {
+    static func isValid(_ season: String) -> Bool {
+        let parts = season.split(separator: "_")
+        return parts.count == 2 && parts[0].allSatisfy { $0.isLowercase && $0.isLetter } && parts[1].count == 4 && Int(parts[1]) != nil
+    }
+}
