@@ -9,7 +9,8 @@ Everything in this file is either
 
 Knowledge cut-off for manual facts: the 2025-26 seasons (plus the 2026 changes
 that the raw sources already document: Rays back at Tropicana Field, Inter
-Miami at Nu Stadium, new Highmark Stadium, WNBA Toronto/Portland expansion).
+Miami at Nu Stadium, new Highmark Stadium, WNBA Toronto/Portland expansion,
+NWSL Boston Legacy / Denver Summit expansion: see DATASET.md "Expansion teams").
 
 DATE NOTATION (used in every date below)
   "YYYY-MM-DD"   exact date, known
@@ -78,7 +79,7 @@ EXPECTED_TEAM_COUNTS = {
     "nba": {2025: 30},
     "nhl": {2025: 32},
     "mls": {2025: 30, 2026: 30},
-    "nwsl": {2025: 14},   # Boston Legacy / Denver Summit (2026) not included, see DATASET.md
+    "nwsl": {2025: 14, 2026: 16},   # + Boston Legacy FC and Denver Summit FC (first season 2026)
     "wnba": {2025: 13, 2026: 15},
 }
 
@@ -295,8 +296,8 @@ VENUES = [
       note="New Bills stadium opened for the 2026 season (GAPS 2, [idx]). Coordinates approximate (construction-site hint, west of Abbott Road); capacity approximate (~60,000-62,000). Separate id because it is a separate building with the same name."),
     V("stadium_nfl_bank_of_america_stadium", "Bank of America Stadium", "Charlotte", "NC", "US", F + S, "nfl:CAR00", 74867,
       ["nfl:CAR00", "soc:Charlotte", "mls:Charlotte FC"],
-      [("Ericsson Stadium", "1996-09-14"), ("Bank of America Stadium", "2004-01~")],
-      note="Capacity manual (blank in greerreNFL).", capacity_by_sport={"american_football": 74867, "soccer": "mls:Charlotte FC"}),
+      [("Ericsson Stadium", "1996-08-03"), ("Bank of America Stadium", "2004-01~")],
+      note="Capacity manual (blank in greerreNFL). Opened as Ericsson Stadium with the Panthers' preseason game of 1996-08-03; first regular-season game 1996-09-01 (Panthers played 1995 at Clemson, not tracked).", capacity_by_sport={"american_football": 74867, "soccer": "mls:Charlotte FC"}),
     V("stadium_nfl_soldier_field", "Soldier Field", "Chicago", "IL", "US", F + S, 1924, "nfl:CHI98",
       ["nfl:CHI98", "mls:Chicago Fire FC"],
       [("Municipal Grant Park Stadium", "1924-10-09"), ("Soldier Field", "1925-11-11")],
@@ -339,6 +340,7 @@ VENUES = [
     V("stadium_nfl_gillette_stadium", "Gillette Stadium", "Foxborough", "MA", "US", F + S, "nfl:BOS00", "nfl:BOS00",
       ["nfl:BOS00", "soc:New England Revolution", "mls:New England Revolution"],
       [("CMGI Field", "2002-05-11"), ("Gillette Stadium", "2002-08~")],
+      note="Patriots; Revolution (MLS); Boston Legacy FC (NWSL) 2026 until White Stadium (Boston) is ready.",
       capacity_by_sport={"american_football": "nfl:BOS00", "soccer": "mls:New England Revolution"}),
     V("stadium_nfl_caesars_superdome", "Caesars Superdome", "New Orleans", "LA", "US", F, "nfl:NOR00", "nfl:NOR00", ["nfl:NOR00"],
       [("Louisiana Superdome", "1975-08-03"), ("Mercedes-Benz Superdome", "2011-10~"), ("Caesars Superdome", "2021-07~")]),
@@ -434,9 +436,9 @@ VENUES = [
       [("Ford Center", "2002-06-08"), ("Oklahoma City Arena", "2010-03~"), ("Chesapeake Energy Arena", "2011-06~"), ("Paycom Center", "2021-07~")]),
     V("stadium_nba_kia_center", "Kia Center", "Orlando", "FL", "US", K, 2010, 18846, ["nba:Orlando Magic"],
       [("Amway Center", "2010-10-01"), ("Kia Center", "2023-08~")], note="dcho10 wrongly lists 'Kia Forum' (GAPS 3)."),
-    V("stadium_nba_xfinity_mobile_arena", "Xfinity Mobile Arena", "Philadelphia", "PA", "US", K + H, 1996, 20478, ["nhl:PHI", "nba:Philadelphia 76ers", "nhlsb:Wells Fargo Center"],
+    V("stadium_nba_xfinity_mobile_arena", "Xfinity Mobile Arena", "Philadelphia", "PA", "US", K + H, 1996, 20478, ["nhlsb:Wells Fargo Center", "nba:Philadelphia 76ers", "nhl:PHI"],
       [("CoreStates Center", "1996-08-31"), ("First Union Center", "1998-05~"), ("Wachovia Center", "2003-09~"), ("Wells Fargo Center", "2010-07~"), ("Xfinity Mobile Arena", "2025-09~")],
-      note="Sources differ by 0.35 km (GAPS 4); tkirk21 point used.", capacity_by_sport={"basketball": 20478, "ice_hockey": "nhlcap:PHI"}),
+      note="NHLScoreBot and chenguanhua agree on 39.90111,-75.17194 (within 1 m); tkirk21 (39.9042,-75.1712) is 0.35 km north of the building (GAPS 4) and is not used.", capacity_by_sport={"basketball": 20478, "ice_hockey": "nhlcap:PHI"}),
     V("stadium_nba_mortgage_matchup_center", "Mortgage Matchup Center", "Phoenix", "AZ", "US", K, 1992, 17071, ["nba:Phoenix Suns"],
       [("America West Arena", "1992-06-06"), ("US Airways Center", "2006-01~"), ("Talking Stick Resort Arena", "2015-09~"), ("PHX Arena", "2020-06~"),
        ("Footprint Center", "2021-07~"), ("Mortgage Matchup Center", "2025-10~")],
@@ -510,7 +512,8 @@ VENUES = [
       note="Full name: SAP Center at San Jose."),
     V("stadium_nhl_climate_pledge_arena", "Climate Pledge Arena", "Seattle", "WA", "US", H + K, 1962, "nhlcap:SEA", ["nhl:SEA"],
       [("Washington State Pavilion", "1962-04-21~"), ("Seattle Center Coliseum", "1964~"), ("KeyArena", "1995-10~"), ("Climate Pledge Arena", "2021-10-22")],
-      note="Rebuilt 2018-21 under the original roof (same site, GAPS 3). Kraken; Storm (WNBA). SuperSonics 1967-2008 (before this dataset's era)."),
+      note="Rebuilt 2018-21 under the original roof (same site, GAPS 3). Kraken; Storm (WNBA). SuperSonics 1967-2008 (before this dataset's era). Basketball capacity 18,300 manual (published arena figure; no raw source).",
+      capacity_by_sport={"ice_hockey": "nhlcap:SEA", "basketball": 18300}),
     V("stadium_nhl_enterprise_center", "Enterprise Center", "St. Louis", "MO", "US", H, 1994, "nhlcap:STL", ["nhl:STL", "nhlsb:Scottrade Center"],
       [("Kiel Center", "1994-10-08"), ("Savvis Center", "2000-01~"), ("Scottrade Center", "2006-10~"), ("Enterprise Center", "2018-07~")]),
     V("stadium_nhl_benchmark_international_arena", "Benchmark International Arena", "Tampa", "FL", "US", H, 1996, "nhlcap:TBL", ["nhl:TBL", "nhlsb:Tampa Bay Times Forum"],
@@ -546,7 +549,8 @@ VENUES = [
     V("stadium_mls_saputo_stadium", "Saputo Stadium", "Montreal", "QC", "CA", S, 2008, "mls:CF Montréal", ["soc:Montreal", "mls:CF Montréal"],
       [("Saputo Stadium", "2008-05-21~")], note="French: Stade Saputo."),
     V("stadium_mls_dick_s_sporting_goods_park", "Dick's Sporting Goods Park", "Commerce City", "CO", "US", S, 2007, "mls:Colorado Rapids",
-      ["soc:Colorado Rapids", "mls:Colorado Rapids"], [("Dick's Sporting Goods Park", "2007-04-07")]),
+      ["soc:Colorado Rapids", "mls:Colorado Rapids"], [("Dick's Sporting Goods Park", "2007-04-07")],
+      note="Colorado Rapids; Denver Summit FC (NWSL) temporary home from 2026-04-25."),
     V("stadium_mls_scottsmiracle_gro_field", "ScottsMiracle-Gro Field", "Columbus", "OH", "US", S, 2021, "mls:Columbus Crew",
       ["soc:Columbus Crew", "mls:Columbus Crew"], [("Lower.com Field", "2021-07-03"), ("ScottsMiracle-Gro Field", "2025-06~")],
       note="Rename date uncertain (gavinr Feb 2025 still shows Lower.com Field; tkirk21 2026 shows the new name)."),
@@ -633,6 +637,27 @@ VENUES = [
       [("Coliseum", "1921-11~"), ("Ricoh Coliseum", "2003-09~"), ("Coca-Cola Coliseum", "2018-08~")],
       note="Exhibition Place; Toronto Tempo (WNBA) from 2026, some games elsewhere. Coordinates manual, approximate; capacity approximate."),
 ]
+
+# Venues used by teams of 2+ sports that carry no capacityBySport (validate.py
+# requires capacityBySport for every sport of every other multi-sport venue).
+# All are former shared venues: the second sport's tenancy ended years ago and
+# no raw source gives that configuration's capacity.  validate.py rejects an
+# entry that is currently shared across sports or already has full
+# capacityBySport, so this list can only shrink.
+CAPACITY_BY_SPORT_EXEMPT = {
+    "stadium_mlb_oakland_coliseum": "Raiders (football) left 2019",
+    "stadium_mls_dignity_health_sports_park": "Chargers (football) 2017-19",
+    "stadium_nba_barclays_center": "Islanders (hockey) 2015-20",
+    "stadium_nba_izod_center": "closed; Devils left 2007, Nets 2010",
+    "stadium_nba_state_farm_arena": "Thrashers (hockey) left 2011",
+    "stadium_nfl_candlestick_park": "closed; Giants (baseball) left 1999",
+    "stadium_nfl_hard_rock_stadium": "Marlins (baseball) left 2011",
+    "stadium_nfl_huntington_bank_stadium": "Vikings 2014-15, Minnesota United 2017-18",
+    "stadium_nfl_mall_of_america_field": "demolished; Twins (baseball) left 2009",
+    "stadium_nfl_nissan_stadium": "Nashville SC (soccer) 2020-21",
+    "stadium_nfl_sdccu_stadium": "demolished; Padres (baseball) left 2003",
+    "stadium_nhl_prudential_center": "Nets (basketball) 2010-12",
+}
 
 # Raw-source names that refer to a venue under a name not in its alias list
 # (spelling variants / sources' labels).  build.py uses this to cross-check
@@ -1064,12 +1089,27 @@ TEAMS = [
     # ------------------------------------------------------------------ NWSL (no conferences; abbreviations manual)
     T("team_nwsl_angel_city", "nwsl", "@nwsl:Angel City FC", "Los Angeles", "LA", "@nwsl:Angel City FC", None,
       [("stadium_mls_bmo_stadium", "2022-04-29~", None)], _one("Angel City FC", "Los Angeles", "2020-07~")),
+    T("team_nwsl_boston_legacy", "nwsl", "Boston Legacy FC", "Foxborough", "BOS", 2023, None,
+      [("stadium_nfl_gillette_stadium", "2026-03-14", None)],
+      [("BOS Nation FC", "Boston", "2024-10~"), ("Boston Legacy FC", "Boston", "2025-03-26")],
+      first_season=2026,
+      note="2026 expansion team (awarded 2023-09; first season 2026, not counted for 2025). 2026 home: Gillette Stadium "
+           "(first home match 2026-03-14) with six summer matches at Centreville Bank Stadium, Pawtucket RI (alternate home, "
+           "not modelled); White Stadium, Franklin Park, Boston (renovation) is the announced home from 2027, not modelled yet."),
     T("team_nwsl_bay_fc", "nwsl", "@nwsl:Bay FC", "San Jose", "BAY", "@nwsl:Bay FC", None,
       [("stadium_mls_paypal_park", "2024-03-16~", None)], _one("Bay FC", "San Jose", "2023-04~")),
     T("team_nwsl_chicago_stars", "nwsl", "@nwsl:Chicago Stars FC", "Evanston", "CHI", "@nwsl:Chicago Stars FC", None,
       [("stadium_mls_seatgeek_stadium", "2016-04~", "2024-11~"), ("stadium_nwsl_martin_stadium", "2025-03~", None)],
       [("Chicago Red Stars", "Chicago", "2013"), ("Chicago Stars FC", "Chicago", "2024-09~")],
       note="gavinr (2025) still shows SeatGeek Stadium; 2025- home is Martin Stadium, Evanston (GAPS 6)."),
+    T("team_nwsl_denver_summit", "nwsl", "Denver Summit FC", "Commerce City", "DEN", 2025, None,
+      [("stadium_mls_dick_s_sporting_goods_park", "2026-04-25", None)],
+      [("Denver NWSL", "Denver", "2025-01-30"), ("Denver Summit FC", "Denver", "2025-07~")],
+      first_season=2026,
+      note="2026 expansion team (awarded 2025-01-30; first season 2026, not counted for 2025). Opener 2026-03-28 at Empower "
+           "Field at Mile High (one-off, not a tenancy); home matches at Dick's Sporting Goods Park from 2026-04-25. The club's "
+           "temporary 12,000-seat Centennial Stadium (planned from July 2026, for 2026-27) and Santa Fe Yards stadium (2028) are "
+           "not modelled: no coordinates in any source."),
     T("team_nwsl_houston_dash", "nwsl", "@nwsl:Houston Dash", "Houston", "HOU", "@nwsl:Houston Dash", None,
       [("stadium_mls_shell_energy_stadium", "2014-04~", None)], _one("Houston Dash", "Houston", "2014")),
     T("team_nwsl_kc_current", "nwsl", "@nwsl:Kansas City Current", "Kansas City", "KC", "@nwsl:Kansas City Current", None,

@@ -249,6 +249,59 @@ def main():
             if s.get("deprecatedAt") != want:
                 err("stadium %s: deprecatedAt %r, expected %s (day before the last tenancy's validUntil)" % (sid, s.get("deprecatedAt"), want))
 
+    # ---- tenancy vs. venue names: a team cannot play at a venue before its first name is valid
+    first_alias = {}
+    for a in d["stadium_aliases"]:
+        if a.get("validFrom"):
+            sid = a.get("stadiumId")
+            first_alias[sid] = min(first_alias.get(sid, a["validFrom"]), a["validFrom"])
+    for x in d["team_venues"]:
+        fa = first_alias.get(x.get("stadiumId"))
+        if fa and x.get("validFrom") and x["validFrom"] < fa:
+            err("team venue %s: validFrom %s is before %s's earliest name (validFrom %s)" % (x.get("id"), x["validFrom"], x["stadiumId"], fa))
+    # a team with firstSeason has no tenancy before that season
+    for x in d["team_venues"]:
+        fs = teams.get(x.get("teamId"), {}).get("firstSeason")
+        if fs and x.get("validFrom") and x["validFrom"] < "%04d-01-01" % fs:
+            err("team venue %s: validFrom %s is before the team's firstSeason %d" % (x.get("id"), x["validFrom"], fs))
+
+    # ---- per-sport capacity of venues used by 2+ sports (manual.CAPACITY_BY_SPORT_EXEMPT: former shared venues)
+    league_sport = {lid: l.get("sport") for lid, l in leagues.items()}
+    exempt = manual.CAPACITY_BY_SPORT_EXEMPT
+    for sid, s in stadiums.items():
+        sports = s.get("sports") or []
+        cbs = s.get("capacityBySport") or {}
+        for sport, cap in cbs.items():
+            if sport not in sports:
+                err("stadium %s: capacityBySport has %r, not one of its sports %s" % (sid, sport, sports))
+            if not isinstance(cap, int) or cap <= 0:
+                err("stadium %s: capacityBySport[%r] must be a positive int" % (sid, sport))
+        missing = [sp for sp in sports if sp not in cbs]
+        current_sports = {league_sport.get(teams[x["teamId"]]["leagueId"]) for x in tenants.get(sid, [])
+                          if x.get("validUntil") is None and x.get("teamId") in teams}
+        if sid in exempt:
+            if len(sports) < 2 or not missing:
+                err("stadium %s: listed in manual.CAPACITY_BY_SPORT_EXEMPT but needs no exemption (remove it)" % sid)
+            if len(current_sports) > 1:
+                err("stadium %s: currently used by %s, so it needs capacityBySport (exemption is for former shared venues)" % (sid, sorted(current_sports)))
+        elif len(sports) > 1 and missing:
+            err("stadium %s: used by sports %s but capacityBySport lacks %s" % (sid, sports, missing))
+    for sid in exempt:
+        if sid not in stadiums:
+            err("manual.CAPACITY_BY_SPORT_EXEMPT: unknown stadium %s" % sid)
+
+    # ---- coordinates checked against an independent consensus (GAPS 4)
+    # Xfinity Mobile Arena (ex Wells Fargo Center): NHLScoreBot 39.90111,-75.17194 and chenguanhua
+    # 39.901111,-75.171944 agree; tkirk21's point (39.9042,-75.1712) is ~0.35 km off the building.
+    for sid, ref, tol_km, what in [("stadium_nba_xfinity_mobile_arena", (39.9011105, -75.171942), 0.1, "NHLScoreBot/chenguanhua consensus")]:
+        s = stadiums.get(sid)
+        if s is None:
+            err("stadium %s missing" % sid)
+        elif isinstance(s.get("latitude"), (int, float)) and isinstance(s.get("longitude"), (int, float)):
+            dist = km((s["latitude"], s["longitude"]), ref)
+            if dist > tol_km:
+                err("stadium %s: point is %.0f m from the %s (max %.0f m)" % (sid, dist * 1000, what, tol_km * 1000))
+
     # ---- league completeness
     counts = {}
     for lg, seasons in sorted(manual.EXPECTED_TEAM_COUNTS.items()):
@@ -293,6 +346,13 @@ def main():
     expect({"team_nba_lakers", "team_nhl_kings", "team_wnba_sparks"} <= current_tenants("stadium_nba_crypto_com_arena"), "Crypto.com tenants")
     expect(teams.get("team_nba_clippers", {}).get("homeStadiumId") == "stadium_nba_intuit_dome", "Clippers at Intuit Dome")
     expect({"team_nba_knicks", "team_nhl_rangers"} <= current_tenants("stadium_nba_madison_square_garden"), "MSG shared")
+    for tid in ("team_nwsl_boston_legacy", "team_nwsl_denver_summit"):
+        expect(teams.get(tid, {}).get("firstSeason") == 2026 and teams[tid].get("leagueId") == "league_nwsl",
+               "%s: NWSL 2026 expansion team with firstSeason 2026" % tid)
+    expect("team_nwsl_denver_summit" in current_tenants("stadium_mls_dick_s_sporting_goods_park"), "Denver Summit at Dick's Sporting Goods Park (2026)")
+    expect("team_nwsl_boston_legacy" in current_tenants("stadium_nfl_gillette_stadium"), "Boston Legacy at Gillette Stadium (2026)")
+    cpa = stadiums.get("stadium_nhl_climate_pledge_arena", {}).get("capacityBySport", {})
+    expect(set(cpa) == {"basketball", "ice_hockey"}, "Climate Pledge Arena capacityBySport basketball + ice_hockey, got %r" % cpa)
 
     # ---- report
     if ERRORS:
