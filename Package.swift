@@ -120,7 +120,9 @@ let package = Package(
         .executableTarget(
             name: "stadiumcloud-bench",
             dependencies: [
+                "Canon",
                 "CloudCore",
+                "CloudHTTP",
                 "CloudPostgres",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
@@ -146,7 +148,6 @@ let package = Package(
                 "CloudPostgres",
                 "CloudHTTP",
                 "CloudSync",
-                "CZlib",
                 "StadiumCloudClient",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

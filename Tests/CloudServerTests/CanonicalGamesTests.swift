@@ -1,5 +1,6 @@
 import Canon
 import CloudCore
+import CloudHTTP
 import Foundation
 import Testing
 
@@ -201,7 +202,7 @@ import Testing
             let zipped = try await server.send(path, body, headers: [.acceptEncoding: "br, gzip;q=0.8"])
             #expect(zipped.headers[.contentEncoding] == "gzip")
             #expect(zipped.body.readableBytes * 5 < plain.body.readableBytes)
-            #expect(try Gunzip.bytes(Array(zipped.body.readableBytesView)) == Array(plain.body.readableBytesView))
+            #expect(try Gzip.decompress(Array(zipped.body.readableBytesView)) == Array(plain.body.readableBytesView))
             let refused = try await server.send(path, body, headers: [.acceptEncoding: "gzip;q=0"])
             #expect(refused.headers[.contentEncoding] == nil)
             // Small answers are not worth it.
