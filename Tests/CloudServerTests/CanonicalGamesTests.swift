@@ -103,7 +103,9 @@ import Testing
         dataset.games = try Self.dataset.get().games.filter { $0.key == "nba_2025" }
         let fixed = dataset
         try await Self.withImportedServer(fixed) { server in
-            let zones = try await server.call("zones/list", database: "public").json["zones"]?.arrayValue?.compactMap { $0["zoneName"]?.stringValue }
+            let zones = try await server.call("zones/list", database: "public").json["zones"]?.arrayValue?.compactMap {
+                $0["zoneID"]?["zoneName"]?.stringValue
+            }
             #expect(zones == ["_defaultZone", "games_nba_2025"])
             let first = try await server.pull(zone: "games_nba_2025", limit: 400, database: "public")
             #expect(first.records.count == fixed.games["nba_2025"]!.count)

@@ -271,6 +271,47 @@ import Testing
         }
     }
 
+    @Test func aDeviceSyncsTheSeasonsItFollowsReadsGamesOfflineAndAsksTheServerToMatchAPhoto() async throws {
+        try await Self.run { server, folder in
+            var dataset = try CanonicalFixtures.dataset.get()
+            dataset.games = try CanonicalGamesTests.dataset.get().games.filter { $0.key != "mlb_2024" }
+            _ = try await server.importer.run(dataset, container: "iCloud.com.sportstime.test", environment: "development", dryRun: false)
+            let phone = try await Self.device(server, folder, "phone")
+            let entities = try await phone.sync().fetched
+            #expect(try phone.games(on: "2025-03-18").isEmpty, "no season followed yet")
+
+            try await phone.follow(seasons: ["mlb_2025"])
+            let report = try await phone.sync()
+            #expect(report.fetched == dataset.games["mlb_2025"]!.count)
+            let tokyo = try phone.games(on: "2025-03-18", leagues: ["mlb"])
+            #expect(tokyo.map(\.homeTeamID) == ["team_mlb_cubs"])
+            #expect(tokyo.first?.homeScore == 1 && tokyo.first?.awayScore == 4)
+            #expect(try phone.games(on: "2025-10-21", leagues: ["nba"]).isEmpty, "NBA 2025-26 is not followed")
+            let cubs = try phone.games(team: "team_mlb_cubs", from: "2025-03-01", through: "2025-03-31")
+            #expect(cubs.first?.id == tokyo.first?.id)
+            #expect(
+                try phone.games(stadium: "stadium_mlb_wrigley_field", from: "2025-04-01", through: "2025-04-30").allSatisfy {
+                    $0.homeTeamID == "team_mlb_cubs"
+                })
+            await #expect(throws: SyncError.self) { try await phone.follow(seasons: ["baseball"]) }
+
+            // Reopened, the store remembers the seasons; switching to NBA drops MLB from the device.
+            let reopened = try await Self.device(server, folder, "phone")
+            #expect(reopened.followedSeasons == ["mlb_2025"])
+            try await reopened.follow(seasons: ["nba_2025"])
+            #expect(try await reopened.sync().fetched == dataset.games["nba_2025"]!.count)
+            #expect(try reopened.games(on: "2025-03-18").isEmpty)
+            #expect(try reopened.games(on: "2025-10-21", leagues: ["league_nba"]).contains { $0.homeTeamID == "team_nba_thunder" })
+            #expect(entities > 0)
+
+            // Matching asks the server, which knows every season.
+            let start = try #require(GameTime.milliseconds("2025-03-18T10:10:00Z"))
+            let match = try await reopened.match(latitude: 35.7056, longitude: 139.7519, time: start + 3_600_000)
+            #expect(match.first?.confidence == "exact")
+            #expect(match.first?.summary.hasPrefix("Los Angeles Dodgers at Chicago Cubs 4–1") == true)
+        }
+    }
+
     @Test func aRenamedVenueShowsItsNewNameWhileTheNicknameStays() async throws {
         try await Self.run { server, folder in
             let importer = server.importer

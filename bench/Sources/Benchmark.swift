@@ -22,8 +22,10 @@ struct Benchmark {
         }
         if environment["BENCH_SUITE"] == "games" {
             try await Self.withClients(database: databaseText) { http, client, logger in
-                try await GamesBenchmark(server: server, query: "ckAPIToken=\(apiToken)", datasetPath: environment["BENCH_DATASET"] ?? "Resources/canonical")
-                    .run(http: http, client: client, logger: logger)
+                try await GamesBenchmark(
+                    server: server, query: "ckAPIToken=\(apiToken)", datasetPath: environment["BENCH_DATASET"] ?? "Resources/canonical"
+                )
+                .run(http: http, client: client, logger: logger)
             }
             return
         }

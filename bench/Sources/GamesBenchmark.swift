@@ -75,7 +75,8 @@ struct GamesBenchmark {
         let byDate = (0..<400).map { _ -> String in
             let game = all.randomElement(using: &generator)!
             let league = leagues.randomElement(using: &generator)!
-            return JSONWriter.encode(league.isEmpty ? ["date": .string(game.localDate)] : ["date": .string(game.localDate), "league": .string(league)])
+            return JSONWriter.encode(
+                league.isEmpty ? ["date": .string(game.localDate)] : ["date": .string(game.localDate), "league": .string(league)])
         }
         let matches = (0..<400).map { _ -> String in
             let game = all.randomElement(using: &generator)!
@@ -138,7 +139,9 @@ struct GamesBenchmark {
     }
 
     /// `total` POSTs of `bodies` (round robin) over `connections` concurrent loops; rate and latency percentiles.
-    func load(_ http: HTTPClient, path: String, bodies: [String], connections: Int, total: Int) async throws -> (rate: Double, p50: Double, p99: Double) {
+    func load(_ http: HTTPClient, path: String, bodies: [String], connections: Int, total: Int) async throws -> (
+        rate: Double, p50: Double, p99: Double
+    ) {
         let start = ContinuousClock.now
         let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
             for loop in 0..<connections {

@@ -245,7 +245,7 @@ def venue_coords(v, notes):
 
 
 def venue_timezone(v, notes):
-    tz = manual.TZ_BY_STATE.get((v["country"], v["state"]))
+    tz = v.get("tz") or manual.TZ_BY_STATE.get((v["country"], v["state"]))
     if tz is None:
         fail("no time zone rule for %s %s (%s)" % (v["country"], v["state"], v["id"]))
     zoneinfo.ZoneInfo(tz)
@@ -288,7 +288,7 @@ def build_aliases_for(owner_id, prefix, entries, fields):
 def build_venues(league_sport, team_venues):
     stadiums, aliases = [], []
     seen = set()
-    for v in manual.VENUES:
+    for v in manual.VENUES + manual.NEUTRAL_VENUES:
         if v["id"] in seen:
             fail("duplicate venue id " + v["id"])
         seen.add(v["id"])
@@ -299,10 +299,10 @@ def build_venues(league_sport, team_venues):
         opened = resolve_int(v["opened"], "opened", used)
         tz = venue_timezone(v, notes)
         tenancies = [tv for tv in team_venues if tv["stadiumId"] == v["id"]]
-        if not tenancies:
+        if not tenancies and not v.get("neutral"):
             fail("venue %s has no team tenancy" % v["id"])
         deprecated, dep_approx = None, False
-        if all(tv["validUntil"] is not None for tv in tenancies):
+        if tenancies and all(tv["validUntil"] is not None for tv in tenancies):
             last = max(tenancies, key=lambda tv: tv["validUntil"])
             deprecated = (dt.date.fromisoformat(last["validUntil"]) - dt.timedelta(days=1)).isoformat()
             dep_approx = last["datesApproximate"]
@@ -533,3 +533,6 @@ def main():
 
 if __name__ == "__main__":
     main()
+    import games  # after the files above are written: games map onto their venues, teams and tenancies
+
+    games.main()

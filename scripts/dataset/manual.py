@@ -100,6 +100,11 @@ TZ_BY_STATE = {
     ("US", "UT"): "America/Denver", ("US", "WA"): "America/Los_Angeles", ("US", "WI"): "America/Chicago",
     ("CA", "AB"): "America/Edmonton", ("CA", "BC"): "America/Vancouver", ("CA", "MB"): "America/Winnipeg",
     ("CA", "ON"): "America/Toronto", ("CA", "QC"): "America/Toronto",
+    # Neutral and international game sites (NEUTRAL_VENUES).
+    ("US", "AL"): "America/Chicago", ("US", "IA"): "America/Chicago", ("US", "NE"): "America/Chicago",
+    ("PR", None): "America/Puerto_Rico", ("JP", None): "Asia/Tokyo", ("KR", None): "Asia/Seoul",
+    ("GB", None): "Europe/London", ("MX", "CMX"): "America/Mexico_City", ("MX", "NLE"): "America/Monterrey",
+    ("DE", None): "Europe/Berlin",
 }
 # (Montréal uses America/Toronto: America/Montreal is only a backward link.)
 
@@ -137,6 +142,11 @@ CITY_CENTERS = {
     "West Sacramento": (38.580, -121.530), "Winnipeg": (49.895, -97.138), "Auburn Hills": (42.688, -83.234),
     "Bridgeview": (41.750, -87.804), "Irving": (32.814, -96.949), "Pontiac": (42.639, -83.291),
     "Queens": (40.728, -73.795), "Austin": (30.267, -97.743), "Uniondale": (40.700, -73.593),
+    "Buffalo": (42.886, -78.878), "Dunedin": (28.020, -82.772), "Las Vegas": (36.170, -115.140),
+    "Monterrey": (25.686, -100.316), "San Juan": (18.466, -66.106), "Tokyo": (35.690, 139.692),
+    "London": (51.507, -0.128), "Mexico City": (19.433, -99.133), "Seoul": (37.566, 126.978),
+    "Bristol": (36.595, -82.189), "Williamsport": (41.241, -77.001), "Omaha": (41.257, -95.935),
+    "Dyersville": (42.484, -91.123), "Birmingham": (33.519, -86.810), "Berlin": (52.520, 13.405),
 }
 
 # ---------------------------------------------------------------------------
@@ -1178,4 +1188,61 @@ TEAMS = [
       first_season=2026, note="2026 expansion team (first season 2026); some games at other Toronto/Canadian venues."),
     T("team_wnba_mystics", "wnba", "Washington Mystics", "Washington", "WAS", 1998, ("eastern", None),
       [("stadium_wnba_carefirst_arena", "2019-05~", None)], _one("Washington Mystics", "Washington", "1998")),
+]
+
+
+# ---------------------------------------------------------------------------
+# NEUTRAL_VENUES: sites where games were played that are no team's home in the
+# dataset (international series, special events, displaced seasons). Same
+# fields as VENUES, plus `tz` where the state rule is wrong (Bristol, TN is
+# Eastern). They have no tenancy and are never deprecated for lacking one.
+# Coordinates are manual (the building's centre to about 100-200 m).
+# ---------------------------------------------------------------------------
+def NV(id, name, city, state, country, sports, opened, capacity, latlon, aliases, tz=None, note=None):
+    v = V(id, name, city, state, country, sports, opened, capacity, ["ll:%f,%f" % latlon], aliases, note=note)
+    v["neutral"] = True
+    v["tz"] = tz
+    return v
+
+
+NEUTRAL_VENUES = [
+    NV("stadium_mlb_tokyo_dome", "Tokyo Dome", "Tokyo", None, "JP", B, 1988, 42000, (35.70563, 139.75189),
+       [("Tokyo Dome", "1988-03-17")], note="MLB Tokyo Series 2019 and 2025."),
+    NV("stadium_mlb_gocheok_sky_dome", "Gocheok Sky Dome", "Seoul", None, "KR", B, 2015, 16744, (37.49822, 126.86710),
+       [("Gocheok Sky Dome", "2015-09-15")], note="MLB Seoul Series 2024."),
+    NV("stadium_mlb_london_stadium", "London Stadium", "London", None, "GB", B, 2012, 60000, (51.53861, -0.01662),
+       [("Olympic Stadium", "2012-05-05"), ("London Stadium", "2016-08-04~")], note="MLB London Series 2019, 2023, 2024."),
+    NV("stadium_mlb_estadio_alfredo_harp_helu", "Estadio Alfredo Harp Helú", "Mexico City", "CMX", "MX", B, 2019, 20000,
+       (19.40363, -99.08709), [("Estadio Alfredo Harp Helú", "2019-03-23")], note="MLB Mexico City Series 2023, 2024, 2026."),
+    NV("stadium_mlb_estadio_de_beisbol_monterrey", "Estadio de Béisbol Monterrey", "Monterrey", "NLE", "MX", B, 1990, 22061,
+       (25.71647, -100.31194), [("Estadio de Béisbol Monterrey", "1990-07-28")], note="MLB Monterrey Series 2018, 2019."),
+    NV("stadium_mlb_hiram_bithorn_stadium", "Hiram Bithorn Stadium", "San Juan", None, "PR", B, 1962, 18264, (18.41733, -66.06892),
+       [("Hiram Bithorn Stadium", "1962-01-01~")], note="MLB Puerto Rico Series 2018."),
+    NV("stadium_mlb_sahlen_field", "Sahlen Field", "Buffalo", "NY", "US", B, 1988, 16600, (42.88044, -78.87365),
+       [("Pilot Field", "1988-04-14"), ("Coca-Cola Field", "2009-01-01~"), ("Sahlen Field", "2019-01-01~")],
+       note="Blue Jays' displaced home games 2020-21 (not a tenancy, see DATASET.md)."),
+    NV("stadium_mlb_td_ballpark", "TD Ballpark", "Dunedin", "FL", "US", B, 1990, 8500, (28.00417, -82.78639),
+       [("Dunedin Stadium", "1990-03-01~"), ("Florida Auto Exchange Stadium", "2010-01-01~"), ("TD Ballpark", "2019-01-01~")],
+       note="Blue Jays' displaced home games 2021."),
+    NV("stadium_mlb_las_vegas_ballpark", "Las Vegas Ballpark", "Las Vegas", "NV", "US", B, 2019, 10000, (36.15556, -115.33028),
+       [("Las Vegas Ballpark", "2019-04-09")], note="Athletics games in Las Vegas, 2026."),
+    NV("stadium_mlb_bristol_motor_speedway", "Bristol Motor Speedway", "Bristol", "TN", "US", B, 1961, 85000, (36.51564, -82.25697),
+       [("Bristol Motor Speedway", "1961-07-30")], tz="America/New_York", note="MLB Speedway Classic 2025. Bristol, TN keeps Eastern time."),
+    NV("stadium_mlb_bowman_field", "Journey Bank Ballpark", "Williamsport", "PA", "US", B, 1926, 2366, (41.24422, -77.02153),
+       [("Bowman Field", "1926-05-22~"), ("BB&T Ballpark", "2016-01-01~"), ("Muncy Bank Ballpark", "2022-01-01~"),
+        ("Journey Bank Ballpark", "2024-01-01~")], note="MLB Little League Classic."),
+    NV("stadium_mlb_td_ameritrade_park", "Charles Schwab Field Omaha", "Omaha", "NE", "US", B, 2011, 24000, (41.26667, -95.93194),
+       [("TD Ameritrade Park", "2011-04-01~"), ("Charles Schwab Field Omaha", "2021-01-01~")], note="MLB at the College World Series 2019."),
+    NV("stadium_mlb_field_of_dreams", "Field of Dreams", "Dyersville", "IA", "US", B, 2021, 8000, (42.49833, -91.05455),
+       [("Field of Dreams", "2021-08-12")], note="MLB at Field of Dreams 2021, 2022, 2026."),
+    NV("stadium_mlb_rickwood_field", "Rickwood Field", "Birmingham", "AL", "US", B, 1910, 8300, (33.50251, -86.84241),
+       [("Rickwood Field", "1910-08-18")], note="MLB at Rickwood Field 2024."),
+    NV("stadium_nba_moody_center", "Moody Center", "Austin", "TX", "US", K, 2022, 15000, (30.28194, -97.73250),
+       [("Moody Center", "2022-04-20")], note="Spurs games in Austin (not a tenancy)."),
+    NV("stadium_nba_arena_cdmx", "Arena CDMX", "Mexico City", "CMX", "MX", K, 2012, 22300, (19.48667, -99.18222),
+       [("Arena Ciudad de México", "2012-02-25~"), ("Arena CDMX", "2023-01-01~")], note="NBA Mexico City Game."),
+    NV("stadium_nba_uber_arena", "Uber Arena", "Berlin", None, "DE", K, 2008, 17000, (52.50611, 13.44333),
+       [("O2 World", "2008-09-10"), ("Mercedes-Benz Arena", "2015-07-01"), ("Uber Arena", "2024-03-21")], note="NBA Berlin Game 2026."),
+    NV("stadium_nba_the_o2_arena", "The O2 Arena", "London", None, "GB", K, 2007, 20000, (51.50303, 0.00321),
+       [("The O2 Arena", "2007-06-24")], note="NBA London Game."),
 ]

@@ -29,6 +29,8 @@ TZ_LON = {
     "America/Denver": (-115, -102), "America/Edmonton": (-120, -110), "America/Chicago": (-105, -84),
     "America/Winnipeg": (-102, -88), "America/Indiana/Indianapolis": (-88.1, -84.7), "America/Detroit": (-90, -82),
     "America/Kentucky/Louisville": (-87, -84.5), "America/New_York": (-88, -66), "America/Toronto": (-95, -64),
+    "America/Mexico_City": (-106, -86), "America/Monterrey": (-106, -97), "America/Puerto_Rico": (-68, -65),
+    "Europe/London": (-8, 2), "Europe/Berlin": (5, 16), "Asia/Tokyo": (128, 146), "Asia/Seoul": (124, 132),
 }
 
 
@@ -229,13 +231,18 @@ def main():
         if tid not in tv:
             err("team %s: no team_venues" % tid)
     # league prefix of a stadium id = league of one of its tenants
+    neutral = {v["id"] for v in manual.NEUTRAL_VENUES}
     tenants = {}
     for x in d["team_venues"]:
         tenants.setdefault(x.get("stadiumId"), []).append(x)
     for sid, s in stadiums.items():
         ts = tenants.get(sid, [])
         if not ts:
-            err("stadium %s: not a home venue of any team" % sid)
+            # Neutral and international game sites (manual.NEUTRAL_VENUES) are no team's home.
+            if sid not in neutral:
+                err("stadium %s: not a home venue of any team" % sid)
+            elif s.get("deprecatedAt"):
+                err("stadium %s: a neutral site is not deprecated for having no tenant" % sid)
             continue
         prefix = sid.split("_")[1]
         if prefix not in {teams[x["teamId"]]["leagueId"][len("league_"):] for x in ts if x["teamId"] in teams}:

@@ -15,6 +15,7 @@ ensure_packages() {
     # The client SDK: URLSession on Linux is FoundationNetworking over libcurl; its local store is SQLite (GRDB).
     dpkg -s libcurl4-openssl-dev >/dev/null 2>&1 || missing+=(libcurl4-openssl-dev)
     dpkg -s libsqlite3-dev >/dev/null 2>&1 || missing+=(libsqlite3-dev)
+    dpkg -s zlib1g-dev >/dev/null 2>&1 || missing+=(zlib1g-dev)  # gzip answers (Sources/CZlib)
     if [ ${#missing[@]} -gt 0 ]; then
         echo "Installing ${missing[*]} from apt…" >&2
         local sudo=""
