@@ -30,7 +30,7 @@ public final class CanonicalEndpoints: Sendable {
             let records = self.records
             let task = Task {
                 CanonicalCatalog(
-                    records: try await records.records(ofTypes: CanonicalCatalog.recordTypes, zoneName: nil, in: database, logger: logger).records)
+                    records: try await records.records(ofTypes: CanonicalCatalog.recordTypes, in: database, logger: logger))
             }
             cache[database.id] = (head, task)
             return task

@@ -127,7 +127,8 @@ extension CanonicalDataset {
                 if !stadiums.contains(game.stadiumId) { missing.append("unknown venue \(game.stadiumId)") }
                 let start = GameTime.milliseconds(game.startTime)
                 if start == nil { missing.append("startTime \(game.startTime) is not YYYY-MM-DDTHH:MM:SSZ") }
-                if (try? CanonicalDate.milliseconds(game.localDate)) == nil { missing.append("localDate \(game.localDate) is not YYYY-MM-DD") }
+                // The same parser the game index reads it with, so an accepted day is never dropped there.
+                if CivilDate(game.localDate) == nil { missing.append("localDate \(game.localDate) is not YYYY-MM-DD") }
                 guard missing.isEmpty, let start else {
                     problems.append("\(season): \(game.id): " + missing.joined(separator: ", "))
                     return nil

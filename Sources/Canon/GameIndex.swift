@@ -102,7 +102,4 @@ public struct GameIndex: Sendable {
 
     /// The first and last local day of a league's season, when the index has games of it.
     public func span(league: String, season: Int) -> ClosedRange<CivilDate>? { self.seasonSpans[league + "|" + String(season)] }
-
-    /// Whether any game involves this team or venue (to tell an unknown id from one without games).
-    public func hasGames(team: String) -> Bool { self.byTeam[team] != nil }
 }

@@ -46,12 +46,7 @@ extension RecordStore {
                     zoneID = existing
                 } else {
                     seq += 1
-                    var created: Int64 = 0
-                    for try await id in try await connection.query(
-                        "INSERT INTO zones (database_id, zone_name, change_seq, modified_ms) VALUES (\(database.id), \(name), \(seq), \(stamp.timestamp)) RETURNING id",
-                        logger: logger
-                    ).decode(Int64.self) { created = id }
-                    zoneID = created
+                    zoneID = try await Self.insertZone(name, in: database, seq: seq, now: stamp.timestamp, on: connection, logger: logger)
                 }
                 let writes = try zoneDrafts.map { draft -> Record in
                     try schema?.validate(recordType: draft.recordType, fields: draft.fields, in: database.scope, path: draft.recordName)
@@ -68,29 +63,23 @@ extension RecordStore {
         }
     }
 
-    /// Every live record of `types` in a zone (every zone when `zoneName` is nil), with the database's change head
-    /// they reflect (one snapshot), for callers that keep a derived index and rebuild it when the head moves.
-    public func records(ofTypes types: [String], zoneName: String?, in database: DatabaseRef, logger: Logger) async throws -> (
-        records: [Record], head: Int64
-    ) {
+    /// Every live record of `types` in any zone of the database, in one snapshot, for callers that keep a derived
+    /// index and rebuild it when `changeHead` moves.
+    public func records(ofTypes types: [String], in database: DatabaseRef, logger: Logger) async throws -> [Record] {
         try await self.client.reading { connection in
             var builder = SQLBuilder()
             let columns = Self.recordColumns(&builder, desiredKeys: nil)
             builder.append(
                 """
-                SELECT d.change_seq, \(columns) FROM databases d JOIN zones z ON z.database_id = d.id AND (\(builder.bind(zoneName == nil)) OR z.zone_name = \(builder.bind(zoneName ?? ""))) AND NOT z.deleted
+                SELECT \(columns) FROM zones z
                 JOIN records r ON r.zone_id = z.id AND NOT r.deleted AND r.record_type = ANY(\(builder.bind(types))::text[])
-                WHERE d.id = \(builder.bind(database.id))
+                WHERE z.database_id = \(builder.bind(database.id)) AND NOT z.deleted
                 """)
-            var head: Int64 = 0
             var records: [Record] = []
-            for try await row in try await connection.query(builder.query, logger: logger).decode(
-                (Int64, String, String, Int64, Bool, String, Int64, String, String, Int64, String, String).self
-            ) {
-                head = row.0
-                records.append(try Self.record(from: Self.snapshot((row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9, row.10, row.11))))
+            for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {
+                records.append(try Self.record(from: Self.snapshot(columns)))
             }
-            return (records, head)
+            return records
         }
     }
 

@@ -60,11 +60,7 @@ extension RecordStore {
                         continue
                     }
                     head += 1
-                    var newID: Int64 = 0
-                    for try await id in try await connection.query(
-                        "INSERT INTO zones (database_id, zone_name, change_seq, modified_ms) VALUES (\(database.id), \(name), \(head), \(now)) RETURNING id",
-                        logger: logger
-                    ).decode(Int64.self) { newID = id }
+                    let newID = try await Self.insertZone(name, in: database, seq: head, now: now, on: connection, logger: logger)
                     let token = ChangeToken(kind: .zone, databaseID: database.id, zoneID: newID, seq: head)
                     outcomes.append(.created(ZoneInfo(zoneName: name, syncToken: token.encode(with: self.signer))))
                 case .delete:
@@ -82,6 +78,17 @@ extension RecordStore {
             try await connection.query("UPDATE databases SET change_seq = \(head) WHERE id = \(database.id)", logger: logger)
             return outcomes
         }
+    }
+
+    /// Adds a live zone at change number `seq` and returns its id (the caller holds the database lock).
+    static func insertZone(_ name: String, in database: DatabaseRef, seq: Int64, now: Int64, on connection: PostgresConnection, logger: Logger)
+        async throws -> Int64
+    {
+        for try await id in try await connection.query(
+            "INSERT INTO zones (database_id, zone_name, change_seq, modified_ms) VALUES (\(database.id), \(name), \(seq), \(now)) RETURNING id",
+            logger: logger
+        ).decode(Int64.self) { return id }
+        throw CloudError(.internalError, "zone \(name) was not created")
     }
 
     /// Removes record and zone tombstones older than `cutoffMs` and raises the purge horizons, so tokens from

@@ -148,26 +148,20 @@ public final class LocalStore: Sendable, WebAuthTokenKeeper {
 
     /// Live records of a type whose REFERENCE field `field` points at `recordName`.
     public func records(ofType recordType: String, scope: DatabaseScope, referencing recordName: String, in field: String) throws -> [LocalRecord] {
-        try self.database.read { db in
-            try db.rows(
-                """
-                SELECT * FROM records WHERE scope = ? AND recordType = ? AND deleted = 0
-                AND json_extract(fields, '$.' || ? || '.value.recordName') = ? ORDER BY recordName
-                """,
-                [scope.rawValue, recordType, field, recordName]
-            ).map(Self.record(from:))
-        }
+        try self.records(ofType: recordType, scope: scope, whereJSON: "$.\(field).value.recordName", equals: recordName)
     }
 
     /// Live records of a type whose STRING field `field` equals `value`, by record name.
     public func records(ofType recordType: String, scope: DatabaseScope, where field: String, equals value: String) throws -> [LocalRecord] {
+        try self.records(ofType: recordType, scope: scope, whereJSON: "$.\(field).value", equals: value)
+    }
+
+    /// Live records of a type whose fields JSON has `value` at `path` (SQLite's `json_extract`), by record name.
+    func records(ofType recordType: String, scope: DatabaseScope, whereJSON path: String, equals value: String) throws -> [LocalRecord] {
         try self.database.read { db in
             try db.rows(
-                """
-                SELECT * FROM records WHERE scope = ? AND recordType = ? AND deleted = 0
-                AND json_extract(fields, '$.' || ? || '.value') = ? ORDER BY recordName
-                """,
-                [scope.rawValue, recordType, field, value]
+                "SELECT * FROM records WHERE scope = ? AND recordType = ? AND deleted = 0 AND json_extract(fields, ?) = ? ORDER BY recordName",
+                [scope.rawValue, recordType, path, value]
             ).map(Self.record(from:))
         }
     }

@@ -32,8 +32,10 @@ public struct GameMatch: Sendable, Equatable {
 extension StadiumCloudClient {
     /// The league-seasons whose games this device keeps (`mlb_2025`, `nba_2025`), each a public zone synced with
     /// its own change token. Remembered in the store.
-    public var followedSeasons: [String] {
-        (try? self.store.setting("gameSeasons"))?.flatMap { $0.isEmpty ? nil : $0.split(separator: ",").map(String.init) } ?? []
+    public var followedSeasons: [String] { Self.followedSeasons(in: self.store) }
+
+    static func followedSeasons(in store: LocalStore) -> [String] {
+        (try? store.setting("gameSeasons"))?.split(separator: ",").map(String.init) ?? []
     }
 
     /// Keeps the games of `seasons` on this device from the next sync on; seasons no longer listed are removed
@@ -54,31 +56,30 @@ extension StadiumCloudClient {
     public func games(on localDate: String, leagues: [String]? = nil) throws -> [Game] {
         let wanted = leagues.map { Set($0.map { $0.hasPrefix("league_") ? $0 : "league_" + $0.lowercased() }) }
         return try self.store.records(ofType: "Game", scope: .public, where: "localDate", equals: localDate).compactMap(Self.game(from:))
-            .filter { wanted?.contains($0.leagueID) ?? true }.sorted { ($0.startTime, $0.id) < ($1.startTime, $1.id) }
+            .filter { wanted?.contains($0.leagueID) ?? true }.sorted(by: Self.byStart)
     }
 
     /// A team's games between two local days (inclusive, `YYYY-MM-DD`), home and away, by start time. Offline.
     public func games(team teamID: String, from: String, through: String) throws -> [Game] {
-        let home = try self.store.records(ofType: "Game", scope: .public, referencing: teamID, in: "homeTeam")
-        let away = try self.store.records(ofType: "Game", scope: .public, referencing: teamID, in: "awayTeam")
-        return (home + away).compactMap(Self.game(from:)).filter { $0.localDate >= from && $0.localDate <= through }
-            .sorted { ($0.startTime, $0.id) < ($1.startTime, $1.id) }
+        try self.games(referencing: teamID, in: ["homeTeam", "awayTeam"], from: from, through: through)
     }
 
     /// A venue's games between two local days (inclusive), by start time. Offline.
     public func games(stadium stadiumID: String, from: String, through: String) throws -> [Game] {
-        try self.store.records(ofType: "Game", scope: .public, referencing: stadiumID, in: "stadium").compactMap(Self.game(from:))
-            .filter { $0.localDate >= from && $0.localDate <= through }.sorted { ($0.startTime, $0.id) < ($1.startTime, $1.id) }
+        try self.games(referencing: stadiumID, in: ["stadium"], from: from, through: through)
     }
+
+    func games(referencing id: String, in fields: [String], from: String, through: String) throws -> [Game] {
+        try fields.flatMap { try self.store.records(ofType: "Game", scope: .public, referencing: id, in: $0) }.compactMap(Self.game(from:))
+            .filter { $0.localDate >= from && $0.localDate <= through }.sorted(by: Self.byStart)
+    }
+
+    static func byStart(_ a: Game, _ b: Game) -> Bool { (a.startTime, a.id) < (b.startTime, b.id) }
 
     /// The team's name on a day (ms since 1970): the alias valid then, else its current name.
     public func teamName(_ id: String, on date: Int64) throws -> String? {
-        for alias in try self.store.records(ofType: "TeamAlias", scope: .public, referencing: id, in: "team") {
-            let from = alias.fields["validFrom"]?.value.int64Value ?? .min
-            let until = alias.fields["validUntil"]?.value.int64Value ?? .max
-            if from <= date, date < until, let name = alias.fields["name"]?.value.stringValue { return name }
-        }
-        return try self.store.record(id, scope: .public)?.fields["name"]?.value.stringValue
+        try self.aliasName(of: id, aliasType: "TeamAlias", ownerField: "team", on: date)
+            ?? self.store.record(id, scope: .public)?.fields["name"]?.value.stringValue
     }
 
     /// The games a photo taken at a place and time may show, best first (the server's `canonical/match`, which

@@ -67,9 +67,7 @@ public final class StadiumCloudClient: Sendable {
         let service = CloudKitWebService(endpoint: endpoint, transport: transport, tokens: store, deviceID: try store.deviceID(), retry: retry)
         // The game seasons this device follows (`follow(seasons:)`) are public zones next to the default one.
         var configuration = configuration
-        if let seasons = try store.setting("gameSeasons"), !seasons.isEmpty {
-            configuration.publicZones += Self.publicZones(seasons: seasons.split(separator: ",").map(String.init)).dropFirst()
-        }
+        configuration.publicZones += Self.publicZones(seasons: Self.followedSeasons(in: store)).dropFirst()
         self.store = store
         self.engine = SyncEngine(service: service, store: store, configuration: configuration)
     }
@@ -128,12 +126,17 @@ public final class StadiumCloudClient: Sendable {
 
     /// The venue's name on a day (ms since 1970): the alias valid then, else its current name.
     public func stadiumName(_ id: String, on date: Int64) throws -> String? {
-        for alias in try self.store.records(ofType: "StadiumAlias", scope: .public, referencing: id, in: "stadium") {
+        try self.aliasName(of: id, aliasType: "StadiumAlias", ownerField: "stadium", on: date) ?? self.stadium(id)?.name
+    }
+
+    /// The name of the live alias of a venue or team valid on `date` (ms), if any.
+    func aliasName(of id: String, aliasType: String, ownerField: String, on date: Int64) throws -> String? {
+        for alias in try self.store.records(ofType: aliasType, scope: .public, referencing: id, in: ownerField) {
             let from = alias.fields["validFrom"]?.value.int64Value ?? .min
             let until = alias.fields["validUntil"]?.value.int64Value ?? .max
             if from <= date, date < until, alias.fields["deprecatedAt"] == nil, let name = alias.fields["name"]?.value.stringValue { return name }
         }
-        return try self.stadium(id)?.name
+        return nil
     }
 
     static func stadium(from record: LocalRecord) -> Stadium {

@@ -6,12 +6,7 @@ import Testing
 @Suite struct CanonicalDirectoryTests {
     /// A server whose public database holds the real canonical dataset.
     static func withImportedServer(_ body: @Sendable @escaping (TestServer) async throws -> Void) async throws {
-        try await TestServer.run { server in
-            try await server.dependencies.records.applySchema(try CanonicalFixtures.schema.get(), logger: TestDatabase.logger)
-            _ = try await CanonicalImporter(records: server.dependencies.records, logger: TestDatabase.logger).run(
-                try CanonicalFixtures.dataset.get(), container: "iCloud.com.sportstime.test", environment: "development", dryRun: false)
-            try await body(server)
-        }
+        try await TestServer.runImported(try CanonicalFixtures.dataset.get(), body)
     }
 
     static func resolve(_ server: TestServer, _ body: JSONValue) async throws -> [JSONValue] {

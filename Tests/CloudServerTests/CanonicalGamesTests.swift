@@ -15,12 +15,7 @@ import Testing
     }
 
     static func withImportedServer(_ dataset: CanonicalDataset? = nil, _ body: @Sendable @escaping (TestServer) async throws -> Void) async throws {
-        let dataset = try dataset ?? Self.dataset.get()
-        try await TestServer.run { server in
-            try await server.dependencies.records.applySchema(try CanonicalFixtures.schema.get(), logger: TestDatabase.logger)
-            _ = try await server.importer.run(dataset, container: Self.container, environment: "development", dryRun: false)
-            try await body(server)
-        }
+        try await TestServer.runImported(try dataset ?? Self.dataset.get(), body)
     }
 
     static func games(_ server: TestServer, _ body: JSONValue) async throws -> [JSONValue] {

@@ -16,6 +16,15 @@ enum CanonicalFixtures {
 extension TestServer {
     var importer: CanonicalImporter { CanonicalImporter(records: self.dependencies.records, logger: TestDatabase.logger) }
 
+    /// Runs `body` with a server whose public database holds `dataset` (the schema applied, then imported).
+    static func runImported(_ dataset: CanonicalDataset, _ body: @Sendable @escaping (TestServer) async throws -> Void) async throws {
+        try await TestServer.run { server in
+            try await server.dependencies.records.applySchema(try CanonicalFixtures.schema.get(), logger: TestDatabase.logger)
+            _ = try await server.importer.run(dataset, container: "iCloud.com.sportstime.test", environment: "development", dryRun: false)
+            try await body(server)
+        }
+    }
+
     func publicToken() async throws -> String {
         try await self.call("zones/list", database: "public").json["zones"]![0]!["syncToken"]!.stringValue!
     }
