@@ -36,7 +36,10 @@ UNSUPPORTED = [
     "users/discover", "users/lookup/email", "users/lookup/id", "tokens/create", "tokens/register",
 ]
 # Extension endpoints on the public database.
-EXTENSIONS = [("post", "canonical/resolve"), ("post", "canonical/nearby")]
+EXTENSIONS = [
+    ("post", "canonical/resolve"), ("post", "canonical/nearby"),
+    ("post", "canonical/games"), ("post", "canonical/gameDates"), ("post", "canonical/match"),
+]
 
 ROUTES = (
     {(method, DB + sub) for method, sub in CLOUDKIT}

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Builds Resources/canonical/games/<league>_<startYear>.json from ../shared/data/raw/games (Resources/DATASET.md,
-"Games"). Standard library only; reads the already built venues, teams, aliases and tenancies. Deterministic.
+"Games"; format agreed with the Swift side: one JSON array per league-season, sorted by (startTime, id), one game per
+line). Standard library only; reads the already built venues, teams, aliases and tenancies. Deterministic.
 
-Covered so far: MLB 2018-2026 (KurimaReiji/mlb2026, MLB Stats API) and NBA 2025-26 (moizk schedule + ismayc
-results). Every game's teams and venue must map to canonical ids: anything unmapped fails the build.
+Usage (from the repo root):  python3 scripts/dataset/games.py   (build.py runs it at the end)
+
+Covered: MLB 2018-2026, NFL 2020-2025, NBA 2022-23 to 2025-26, NHL 2009-10, 2016-17, 2022-23, 2024-25, 2025-26
+(the seasons whose source rows carry names/scores/venues), WNBA 2025-2026, MLS 2025, NWSL 2022-2025.
+Every game's teams and venue must map to canonical ids: anything unmapped fails the build (exit 1, listed).
 """
 import csv
 import datetime as dt
@@ -20,18 +24,62 @@ RAW = os.path.normpath(os.path.join(REPO_ROOT, "..", "shared", "data", "raw", "g
 CANON = os.path.join(REPO_ROOT, "Resources", "canonical")
 OUT = os.path.join(CANON, "games")
 PROBLEMS = []
+NOTES = []  # informational: what was filled in (printed, and summarised in DATASET.md)
+UTC = dt.timezone.utc
+ET = zoneinfo.ZoneInfo("America/New_York")
 
-# Source spellings that are no alias of the venue (yet): name -> venue id.
+# Source venue spellings that are no alias of the venue (translations, sponsor-less or truncated forms, API labels):
+# name -> venue id. Checked after the alias table fails, so a real alias always wins.
 VENUE_NAMES = {
     "UNIQLO Field at Dodger Stadium": "stadium_mlb_dodger_stadium",  # naming rights from 2026, alias not yet in the dataset
     "Estadio de Beisbol Monterrey": "stadium_mlb_estadio_de_beisbol_monterrey",
     "Estadio Alfredo Harp Helu": "stadium_mlb_estadio_alfredo_harp_helu",
+    # NFL (nflverse / PFR names)
+    "TIAA Bank Stadium": "stadium_nfl_everbank_stadium",  # TIAA Bank Field 2018-2023
+    "Tottenham Stadium": "stadium_nfl_tottenham_hotspur_stadium",
+    "Azteca Stadium": "stadium_nfl_estadio_azteca",
+    # NBA (fixturedownload)
+    "Mexico City Arena": "stadium_nba_arena_cdmx",  # English form of Arena Ciudad de México
+    # NHL (NHL API venue labels)
+    "Exhibition Stadium": "stadium_mls_bmo_field",  # 2017 Centennial Classic: the NHL API names BMO Field after its site
+    "O2 Czech Republic": "stadium_nhl_o2_arena",  # O2 arena, Prague (API label)
+    "Globe Arena": "stadium_nhl_avicii_arena",  # Ericsson Globe in 2009 (API label)
+    "Centre Bell": "stadium_nhl_bell_centre",  # French form
+    "SAP Center at San Jose": "stadium_nhl_sap_center",  # full official name
+    # NWSL (FBref, some truncated with "...")
+    "First Horizon Stadium at WakeMed Soccer ...": "stadium_nwsl_wakemed_soccer_park",
+    "Sahlen's Stadium at WakeMed Soccer Park": "stadium_nwsl_wakemed_soccer_park",
+    "Daytona International Speedway Stadium": "stadium_nwsl_daytona_international_speedway",
+    # WNBA (fixturedownload)
+    "Gateway Center Arena @ College Park": "stadium_wnba_gateway_center_arena",
+}
+
+# Source errors corrected here (each listed in DATASET.md, "Games" -> corrections).
+# nflverse gives the designated home team's own stadium for the seven 2025 international games (location=Neutral).
+NFL_VENUE_FIXES = {
+    "2025_01_KC_LAC": "stadium_nfl_neo_quimica_arena",  # São Paulo, Arena Corinthians / Neo Química Arena (2025-09-05)
+    "2025_04_MIN_PIT": "stadium_nfl_croke_park",  # Dublin (2025-09-28)
+    "2025_05_MIN_CLE": "stadium_nfl_tottenham_hotspur_stadium",  # London (2025-10-05)
+    "2025_06_DEN_NYJ": "stadium_nfl_tottenham_hotspur_stadium",  # London (2025-10-12)
+    "2025_07_LA_JAX": "stadium_nfl_wembley_stadium",  # London (2025-10-19)
+    "2025_10_ATL_IND": "stadium_nfl_olympiastadion_berlin",  # Berlin (2025-11-09)
+    "2025_11_WAS_MIA": "stadium_nfl_estadio_santiago_bernabeu",  # Madrid (2025-11-16)
+}
+# FBref lists one 2023 Angel City home match at "BMO Field" (Toronto's stadium); all 11 of the club's 2023 home matches
+# were in Los Angeles, at BMO Stadium: (league, home team, source name, season) -> venue id.
+VENUE_FIXES_BY_TEAM = {
+    ("nwsl", "team_nwsl_angel_city", "BMO Field", 2023): "stadium_mls_bmo_stadium",
 }
 
 
 def norm(text):
     text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
     return re.sub(r"[^a-z0-9]", "", text)
+
+
+def slug(text):
+    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
+    return re.sub(r"[^a-z0-9]+", "_", text).strip("_")
 
 
 def load(name):
@@ -42,14 +90,25 @@ def load(name):
 STADIUMS = {s["id"]: s for s in load("stadiums")}
 TEAMS = {t["id"]: t for t in load("teams")}
 TENANCIES = load("team_venues")
-VENUE_BY_NAME = {}
-for alias in load("stadium_aliases"):
-    VENUE_BY_NAME.setdefault(norm(alias["name"]), set()).add(alias["stadiumId"])
-TEAM_BY_NAME = {}
-for team in TEAMS.values():
-    TEAM_BY_NAME.setdefault((team["leagueId"], norm(team["name"])), team["id"])
-for alias in load("team_aliases"):
-    TEAM_BY_NAME.setdefault((TEAMS[alias["teamId"]]["leagueId"], norm(alias["name"])), alias["teamId"])
+VENUE_ALIASES = {}  # norm(name) -> [(stadiumId, validFrom, validUntil)]
+for _a in load("stadium_aliases"):
+    VENUE_ALIASES.setdefault(norm(_a["name"]), []).append((_a["stadiumId"], _a["validFrom"] or "", _a["validUntil"] or "9999"))
+TEAM_NAMES = {}  # (leagueId, norm(name)) -> [(teamId, validFrom, validUntil)]
+for _t in TEAMS.values():
+    TEAM_NAMES.setdefault((_t["leagueId"], norm(_t["name"])), []).append((_t["id"], "", "9999"))
+for _a in load("team_aliases"):
+    TEAM_NAMES.setdefault((TEAMS[_a["teamId"]]["leagueId"], norm(_a["name"])), []).append(
+        (_a["teamId"], _a["validFrom"] or "", _a["validUntil"] or "9999"))
+
+
+def pick(cands, day, prefer=None):
+    """One id out of (id, from, until) candidates: those valid on `day` first, then any; `prefer` breaks ties."""
+    for pool in ({c[0] for c in cands if c[1] <= day < c[2]}, {c[0] for c in cands}):
+        if len(pool) == 1:
+            return next(iter(pool))
+        if prefer in pool:
+            return prefer
+    return None
 
 
 def home_venue(team_id, day):
@@ -60,36 +119,87 @@ def home_venue(team_id, day):
     return None
 
 
-def venue_id(name, day, home):
-    if name in VENUE_NAMES:
-        return VENUE_NAMES[name]
-    ids = VENUE_BY_NAME.get(norm(name), set())
-    if len(ids) > 1 and home in ids:
-        return home
-    if len(ids) == 1:
-        return next(iter(ids))
-    PROBLEMS.append("unmapped venue %r (%s)" % (name, day))
-    return None
+def venue_id(league, name, day, home, season=None):
+    """Canonical venue of a source venue name on a local day; `home` = the home team id (tie-break, fixes)."""
+    name = re.sub(r"\s*\(Neutral Site\)$", "", name.strip())  # FBref marks neutral sites in the name
+    fix = VENUE_FIXES_BY_TEAM.get((league, home, name, season))
+    if fix:
+        return fix
+    sid = pick(VENUE_ALIASES.get(norm(name), []), day, home_venue(home, day))
+    if sid is None:
+        sid = VENUE_NAMES.get(name)
+    if sid is None or sid not in STADIUMS:
+        PROBLEMS.append("%s: unmapped venue %r (%s)" % (league, name, day))
+        return None
+    return sid
 
 
-def local_day(utc, stadium_id):
-    zone = zoneinfo.ZoneInfo(STADIUMS[stadium_id]["timeZone"])
-    return utc.astimezone(zone).date().isoformat()
+def team_id(league, name, day, table=None):
+    """Canonical franchise id of a source team name/code (`table`: explicit source-specific codes)."""
+    if table and name in table:
+        return table[name]
+    tid = pick(TEAM_NAMES.get(("league_" + league, norm(name)), []), day)
+    if tid is None:
+        PROBLEMS.append("%s: unmapped team %r (%s)" % (league, name, day))
+    return tid
 
 
-def game(league, season, label, source_id, game_type, utc, tbd, home, away, stadium, status, home_score, away_score, source):
-    day = local_day(utc, stadium)
+def abbreviations(league):
+    return {t["abbreviation"]: t["id"] for t in TEAMS.values() if t["leagueId"] == "league_" + league}
+
+
+def zone(stadium_id):
+    return zoneinfo.ZoneInfo(STADIUMS[stadium_id]["timeZone"])
+
+
+def local_day(start, stadium_id):
+    return start.astimezone(zone(stadium_id)).date().isoformat()
+
+
+def at_local(day, hhmm, stadium_id):
+    """UTC instant of a wall-clock time at the venue."""
+    naive = dt.datetime.fromisoformat("%sT%s:00" % (day, hhmm))
+    return naive.replace(tzinfo=zone(stadium_id)).astimezone(UTC)
+
+
+def at_zone(day, hhmm, tz):
+    return dt.datetime.fromisoformat("%sT%s:00" % (day, hhmm)).replace(tzinfo=zoneinfo.ZoneInfo(tz)).astimezone(UTC)
+
+
+def parse_utc(text):
+    return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+def game(league, season, label, source_id, game_type, start, tbd, home, away, stadium, status, home_score, away_score, source):
+    if stadium not in STADIUMS:
+        PROBLEMS.append("%s %s: venue %r is not in stadiums.json" % (league, source_id, stadium))
+        return None
+    day = local_day(start, stadium)
+    final = status == "final"
+    if final and (home_score is None or away_score is None):
+        PROBLEMS.append("%s %s: final without a score" % (league, source_id))
     return {
-        "id": "game_%s_%d_%s" % (league, season, re.sub(r"[^a-z0-9]+", "_", source_id.lower()).strip("_")),
+        "id": "game_%s_%d_%s" % (league, season, slug(source_id)),
         "leagueId": "league_" + league, "season": season, "seasonLabel": label, "gameType": game_type,
-        "startTime": utc.strftime("%Y-%m-%dT%H:%M:%SZ"), "timeTBD": tbd, "localDate": day,
+        "startTime": start.strftime("%Y-%m-%dT%H:%M:%SZ"), "timeTBD": tbd, "localDate": day,
         "homeTeamId": home, "awayTeamId": away, "stadiumId": stadium, "neutralSite": home_venue(home, day) != stadium,
-        "status": status, "homeScore": home_score, "awayScore": away_score, "source": source, "sourceGameId": source_id,
+        "status": status, "homeScore": home_score if final else None, "awayScore": away_score if final else None,
+        "source": source, "sourceGameId": source_id,
     }
 
 
-def utc(text):
-    return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
+def tbd_game(league, season, label, source_id, game_type, day, home, away, stadium, status, hs, as_, source):
+    """A game whose source has no start time: 19:00 venue-local on its local day, timeTBD."""
+    if stadium not in STADIUMS:
+        PROBLEMS.append("%s %s: no venue (%r)" % (league, source_id, stadium))
+        return None
+    return game(league, season, label, source_id, game_type, at_local(day, "19:00", stadium), True, home, away, stadium,
+                status, hs, as_, source)
+
+
+def to_int(x):
+    x = (x or "").strip()
+    return int(float(x)) if x else None
 
 
 # --------------------------------------------------------------------------- MLB
@@ -98,114 +208,383 @@ def mlb(year):
         data = json.load(f)
     by_nickname = {}
     for team in data["teams"]:
-        tid = TEAM_BY_NAME.get(("league_mlb", norm(team["name"])))
-        if tid is None:
-            PROBLEMS.append("MLB %d: unmapped team %r" % (year, team["name"]))
+        tid = team_id("mlb", team["name"], "%d-07-01" % year)
         by_nickname[team["teamName"]] = tid
         by_nickname[team["clubName"]] = tid  # games say "Diamondbacks" where the team list says "D-backs"
     # A postponed game appears once as "Postponed" and again as its make-up under the same gamePk: keep the make-up.
+    # A suspended game appears twice as "Final" (start and resumption, same officialDate): keep the start.
     rows = {}
     for g in data["games"]:
-        pk = str(g["gamePk"])
-        if pk in rows and g["status"] == "Postponed":
-            continue
-        rows[pk] = g
+        rows.setdefault(str(g["gamePk"]), []).append(g)
+    chosen = {}
+    for pk, group in rows.items():
+        played = [g for g in group if g["status"] != "Postponed"] or group
+        chosen[pk] = min(played, key=lambda g: g["gameDate"])
+    # Game 2 of a traditional doubleheader has no start time of its own ("follows game 1"): the API lists it 5 minutes
+    # after game 1. Such a game (same teams, same officialDate, < 2.5 h after the other) is timeTBD.
+    tbd, by_day = set(), {}
+    for pk, g in chosen.items():
+        if g["status"] not in ("Postponed", "Cancelled"):
+            key = (frozenset((g["teams"]["home"]["team"], g["teams"]["away"]["team"])), g["officialDate"])
+            by_day.setdefault(key, []).append((g["gameDate"], pk))
+    for starts in by_day.values():
+        starts.sort()
+        for (a, _), (b, pk) in zip(starts, starts[1:]):
+            if parse_utc(b) - parse_utc(a) < dt.timedelta(hours=2, minutes=30):
+                tbd.add(pk)
+    NOTES.append("mlb_%d: %d doubleheader second games without their own start time (timeTBD)" % (year, len(tbd)))
     games = []
-    for pk, g in rows.items():
+    for pk, g in sorted(chosen.items()):
         home, away = by_nickname.get(g["teams"]["home"]["team"]), by_nickname.get(g["teams"]["away"]["team"])
         if home is None or away is None:
             PROBLEMS.append("MLB %d %s: unmapped team" % (year, pk))
             continue
-        stadium = venue_id(g["venue"], g["officialDate"], home_venue(home, g["officialDate"]))
+        stadium = venue_id("mlb", g["venue"], g["officialDate"], home)
         if stadium is None:
             continue
         status = {"Final": "final", "Completed Early": "final", "Postponed": "postponed", "Cancelled": "cancelled"}.get(g["status"], "scheduled")
-        final = status == "final"
-        games.append(game("mlb", year, str(year), pk, "regular", utc(g["gameDate"]), False, home, away, stadium, status,
-                          g["teams"]["home"].get("score") if final else None, g["teams"]["away"].get("score") if final else None,
-                          "KurimaReiji/mlb2026 (MLB Stats API)"))
+        scores = (g["teams"]["home"].get("score"), g["teams"]["away"].get("score"))
+        if pk in tbd:
+            games.append(tbd_game("mlb", year, str(year), pk, "regular", g["officialDate"], home, away, stadium, status, *scores,
+                                  "KurimaReiji/mlb2026 (MLB Stats API)"))
+        else:
+            games.append(game("mlb", year, str(year), pk, "regular", parse_utc(g["gameDate"]), False, home, away, stadium, status,
+                              *scores, "KurimaReiji/mlb2026 (MLB Stats API)"))
     return games
 
 
-# --------------------------------------------------------------------------- NBA 2025-26
-def nba_2025():
-    abbreviations = {t["abbreviation"]: t["id"] for t in TEAMS.values() if t["leagueId"] == "league_nba"}
-    schedule = {}
-    with open(os.path.join(RAW, "moizk__nba-schedule-2025-26", "nba_2025_26_schedule.csv"), encoding="utf-8") as f:
-        for row in csv.DictReader(f):
-            if row["season_type"] != "Preseason" and row["is_tbd"] != "true":
-                schedule[row["game_id"]] = row
-    results = {}
-    with open(os.path.join(RAW, "ismayc__ismayc.github.io", "nba-over-under-2025-2026", "current_year.csv"), encoding="utf-8") as f:
-        for row in csv.DictReader(f):
-            if row["GAME_ID"][:3] in ("002", "006"):
-                results.setdefault(row["GAME_ID"], []).append(row)
-    games = []
-    for gid in sorted(set(schedule) | set(results)):
-        rows, sched = results.get(gid, []), schedule.get(gid)
-        if sched:
-            home, away = abbreviations.get(sched["home_team"].split(" ")[0]), abbreviations.get(sched["away_team"].split(" ")[0])
-        else:
-            # Not in the schedule (the Cup-flex games and the Cup final): home is the "vs." row.
-            vs = [r for r in rows if " vs. " in r["MATCHUP"]]
-            at = [r for r in rows if " @ " in r["MATCHUP"]]
-            if vs and at:
-                home, away = abbreviations.get(vs[0]["TEAM_ABBREVIATION"]), abbreviations.get(at[0]["TEAM_ABBREVIATION"])
-            elif len(at) == 2:
-                # A neutral site: both rows say "@"; the designated home team is the one after "@" in the first row.
-                first = sorted(at, key=lambda r: r["TEAM_ABBREVIATION"])[0]
-                home_code = first["MATCHUP"].split(" @ ")[1]
-                home = abbreviations.get(home_code)
-                away = abbreviations.get(next(r["TEAM_ABBREVIATION"] for r in at if r["TEAM_ABBREVIATION"] != home_code))
-            else:
-                PROBLEMS.append("NBA %s: no home team" % gid)
+# --------------------------------------------------------------------------- NFL
+NFL_CODES = {"LA": "team_nfl_rams", "LAR": "team_nfl_rams", "OAK": "team_nfl_raiders", "SD": "team_nfl_chargers", "STL": "team_nfl_rams"}
+NFL_TYPES = {"REG": "regular", "WC": "playoff", "DIV": "playoff", "CON": "playoff", "SB": "playoff"}
+
+
+def nfl():
+    codes = dict(abbreviations("nfl"), **NFL_CODES)
+    by_season = {}
+    with open(os.path.join(RAW, "gmalbert__nfl-predictions", "data_files", "nfl_games_historical.csv"), encoding="utf-8", newline="") as f:
+        for r in csv.DictReader(f, delimiter="\t"):  # tab-separated despite the extension
+            season = int(r["season"])
+            if r["game_type"] not in NFL_TYPES:
                 continue
+            start = at_zone(r["gameday"], r["gametime"], "America/New_York")  # US Eastern wall clock, even abroad
+            home, away = team_id("nfl", r["home_team"], r["gameday"], codes), team_id("nfl", r["away_team"], r["gameday"], codes)
+            if home is None or away is None:
+                continue
+            stadium = NFL_VENUE_FIXES.get(r["game_id"]) or venue_id("nfl", r["stadium"], r["gameday"], home)
+            if stadium is None:
+                continue
+            hs, as_ = to_int(r["home_score"]), to_int(r["away_score"])
+            status = "final" if hs is not None and as_ is not None else "scheduled"
+            by_season.setdefault(season, []).append(game(
+                "nfl", season, str(season), r["game_id"], NFL_TYPES[r["game_type"]], start, False, home, away, stadium,
+                status, hs, as_, "gmalbert/nfl-predictions (nflverse schedules)"))
+    return by_season
+
+
+# --------------------------------------------------------------------------- NHL
+NHL_SEASONS = {"20092010": 2009, "20162017": 2016, "20222023": 2022, "20242025": 2024, "20252026": 2025}
+NHL_CODES = {"ATL": "team_nhl_jets", "PHX": "team_nhl_utah_mammoth", "ARI": "team_nhl_utah_mammoth"}
+
+
+def nhl():
+    codes = dict(abbreviations("nhl"), **NHL_CODES)
+    by_season, skipped = {}, {}
+    path = os.path.join(RAW, "sportsdataverse__fastRhockey-nhl-data", "DERIVED_nhl_schedules_2009-10_to_2025-26.csv")
+    with open(path, encoding="utf-8", newline="") as f:
+        for r in csv.DictReader(f):
+            season = NHL_SEASONS.get(r["season_full"])
+            if season is None or r["game_type"] not in ("R", "P"):
+                continue  # corrupt seasons (names/scores/venues blank in the source) and preseason
+            if "TBD" in (r["home_team_abbr"], r["away_team_abbr"]):
+                skipped[season] = skipped.get(season, 0) + 1  # playoff placeholder without an opponent
+                continue
+            day = r["game_date"]
+            home, away = team_id("nhl", r["home_team_abbr"], day, codes), team_id("nhl", r["away_team_abbr"], day, codes)
+            if home is None or away is None:
+                continue
+            if r["names_scores_venue_reliable"] != "true" or not r["venue"]:
+                PROBLEMS.append("NHL %s: no venue" % r["game_id"])
+                continue
+            stadium = venue_id("nhl", r["venue"], day, home)
+            if stadium is None:
+                continue
+            hs, as_ = to_int(r["home_score"]), to_int(r["away_score"])
+            final = r["game_state"] in ("OFF", "FINAL") and hs is not None and as_ is not None
+            label = "%d-%02d" % (season, (season + 1) % 100)
+            by_season.setdefault(season, []).append(game(
+                "nhl", season, label, r["game_id"], "regular" if r["game_type"] == "R" else "playoff", parse_utc(r["game_time"]),
+                False, home, away, stadium, "final" if final else "scheduled", hs, as_, "sportsdataverse/fastRhockey-nhl-data (NHL API)"))
+    for season, n in sorted(skipped.items()):
+        NOTES.append("nhl_%d: %d playoff placeholder rows without an opponent (TBD) skipped" % (season, n))
+    return by_season
+
+
+# --------------------------------------------------------------------------- NBA
+NBA_RESULTS = "ismayc__ismayc.github.io/nba-over-under-%d-%d/current_year.csv"
+NBA_FIXTURES = {2022: "kyleskom__NBA-Machine-Learning-Sports-Betting/Data/nba-2022-UTC.csv",
+                2023: "kyleskom__NBA-Machine-Learning-Sports-Betting/Data/nba-2023-UTC.csv",
+                2024: "yousufosaid__Data200Final/Data/nba-2024-UTC.csv"}
+NBA_SOURCES = {2022: "ismayc (nba_api) + kyleskom (fixturedownload)", 2023: "ismayc (nba_api) + kyleskom (fixturedownload)",
+               2024: "ismayc (nba_api) + yousufosaid (fixturedownload)", 2025: "moizk/nba-schedule-2025-26 (NBA CDN) + ismayc (nba_api)"}
+NBA_TYPES = {"002": "regular", "004": "playoff", "005": "playin", "006": "cup"}  # 001 preseason, 003 All-Star: not included
+NBA_NAMES = {"LA Clippers": "team_nba_clippers"}
+# NBA Cup semifinals and finals are played in Las Vegas (T-Mobile Arena); the schedule sources lack these ids.
+NBA_CUP_LAS_VEGAS = "stadium_nhl_t_mobile_arena"
+NBA_CUP_LAS_VEGAS_GAMES = {"0022301229", "0022301230", "0062300001", "0022501229", "0022501230", "0062500001"}
+
+
+def nba_results(season):
+    """GAME_ID -> {"home", "away", "day", "scores"} from ismayc (two rows per game; "vs." = home; both "@" = neutral)."""
+    codes = abbreviations("nba")
+    rows = {}
+    with open(os.path.join(RAW, NBA_RESULTS % (season, season + 1)), encoding="utf-8", newline="") as f:
+        for r in csv.DictReader(f):
+            if r["GAME_ID"][:3] in NBA_TYPES:
+                rows.setdefault(r["GAME_ID"], {})[r["TEAM_ABBREVIATION"]] = r  # a duplicated row collapses
+    out = {}
+    for gid, by_team in rows.items():
+        rs = list(by_team.values())
+        vs = [r for r in rs if " vs. " in r["MATCHUP"]]
+        if vs:
+            home_code = vs[0]["TEAM_ABBREVIATION"]
+        else:  # neutral site: both rows read "AWAY @ HOME"
+            home_code = rs[0]["MATCHUP"].split(" @ ")[1].strip()
+        away_codes = [c for c in by_team if c != home_code] or [rs[0]["MATCHUP"].split(" @ ")[0].strip()]
+        home, away = codes.get(home_code), codes.get(away_codes[0])
         if home is None or away is None:
-            PROBLEMS.append("NBA %s: unmapped team" % gid)
+            PROBLEMS.append("NBA %s: unmapped team %s/%s" % (gid, home_code, away_codes))
             continue
-        scores = {abbreviations.get(r["TEAM_ABBREVIATION"]): int(r["PTS"]) for r in rows if r["PTS"]}
-        if sched and sched["venue"]:
-            start, tbd = utc(sched["tip_utc"]), False
+        scores = {codes.get(c): int(r["PTS"]) for c, r in by_team.items() if r["PTS"]}
+        out[gid] = {"home": home, "away": away, "day": rs[0]["GAME_DATE"], "scores": scores}
+    return out
+
+
+def fixturedownload(path, league, table=None):
+    """Rows of a fixturedownload CSV: Date dd/mm/yyyy HH:MM UTC, Result "home - away"."""
+    out = []
+    with open(os.path.join(RAW, path), encoding="utf-8-sig", newline="") as f:
+        for r in csv.DictReader(f):
+            start = dt.datetime.strptime(r["Date"], "%d/%m/%Y %H:%M").replace(tzinfo=UTC)
             day = start.date().isoformat()
-            stadium = venue_id(sched["venue"], day, home_venue(home, day))
+            home, away = team_id(league, r["Home Team"], day, table), team_id(league, r["Away Team"], day, table)
+            m = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", r["Result"] or "")
+            out.append({"n": r["Match Number"], "start": start, "venue": r["Location"], "home": home, "away": away,
+                        "hs": int(m.group(1)) if m else None, "as": int(m.group(2)) if m else None})
+    return out
+
+
+def nba_schedule(season):
+    """GAME_ID -> (UTC start, venue name, home, away) where a schedule source has the game."""
+    results = nba_results(season)
+    if season == 2025:
+        codes = abbreviations("nba")
+        out = {}
+        with open(os.path.join(RAW, "moizk__nba-schedule-2025-26", "nba_2025_26_schedule.csv"), encoding="utf-8") as f:
+            for row in csv.DictReader(f):
+                if row["season_type"] != "Preseason" and row["is_tbd"] != "true" and row["venue"]:
+                    out[row["game_id"]] = (parse_utc(row["tip_utc"]), row["venue"], codes.get(row["home_team"].split(" ")[0]),
+                                           codes.get(row["away_team"].split(" ")[0]))
+        return results, out
+    # fixturedownload has no NBA game id: join on (home, away) and a start within a day of the result's US date.
+    fixtures = {}
+    for fx in fixturedownload(NBA_FIXTURES[season], "nba", NBA_NAMES):
+        fixtures.setdefault((fx["home"], fx["away"]), []).append(fx)
+    out = {}
+    for gid, res in sorted(results.items()):
+        day = dt.date.fromisoformat(res["day"])
+        cands = fixtures.get((res["home"], res["away"]), [])
+        # GAME_DATE is the US date: the Eastern date of the tip-off (latest tips 22:30 ET); abroad, within a day.
+        match = [fx for fx in cands if fx["start"].astimezone(ET).date() == day] or \
+            [fx for fx in cands if abs((fx["start"].date() - day).days) <= 1]
+        if len(match) > 1:
+            PROBLEMS.append("NBA %s: %d fixture rows match" % (gid, len(match)))
+        elif match:
+            fx = match[0]
+            fixtures[(res["home"], res["away"])].remove(fx)
+            out[gid] = (fx["start"], fx["venue"], fx["home"], fx["away"])
+            if fx["hs"] is not None and (fx["hs"], fx["as"]) != (res["scores"].get(res["home"]), res["scores"].get(res["away"])):
+                NOTES.append("nba_%d %s: fixturedownload score %s-%s differs from nba_api %s-%s (nba_api kept)" % (
+                    season, gid, fx["hs"], fx["as"], res["scores"].get(res["home"]), res["scores"].get(res["away"])))
+    # Fixture rows left over are games postponed after the fixture snapshot: their result has no schedule row and
+    # is placed like the other unscheduled games (timeTBD, home tenancy venue).
+    # (Pistons-Knicks 2024-02-26 also swapped home court: the nba_api home team is kept.)
+    unscheduled = {frozenset((r["home"], r["away"])) for gid, r in results.items() if gid not in out}
+    for pair, rows in sorted(fixtures.items()):
+        for fx in rows:
+            if frozenset(pair) in unscheduled:
+                NOTES.append("nba_%d: fixturedownload match %s (%s, %s) was rescheduled; the game is timeTBD" % (
+                    season, fx["n"], fx["start"].strftime("%Y-%m-%d"), fx["venue"]))
+            else:
+                PROBLEMS.append("NBA %d: fixturedownload match %s matched no game" % (season, fx["n"]))
+    return results, out
+
+
+def nba(season):
+    results, schedule = nba_schedule(season)
+    label = "%d-%02d" % (season, (season + 1) % 100)
+    games, filled = [], {"time": 0, "venue": 0}
+    for gid in sorted(set(results) | set(schedule)):
+        res, sched = results.get(gid), schedule.get(gid)
+        if res is None:
+            PROBLEMS.append("NBA %s: in the schedule but not in the results" % gid)
+            continue
+        home, away = (sched[2], sched[3]) if sched else (res["home"], res["away"])
+        if (home, away) != (res["home"], res["away"]):
+            PROBLEMS.append("NBA %s: schedule home/away %s/%s != results %s/%s" % (gid, home, away, res["home"], res["away"]))
+        scores = res["scores"]
+        final = home in scores and away in scores
+        args = (NBA_TYPES[gid[:3]], )
+        if sched:
+            start = sched[0]
+            stadium = venue_id("nba", sched[1], start.date().isoformat(), home)
+            if stadium is None:
+                continue
+            games.append(game("nba", season, label, gid, args[0], start, False, home, away, stadium, "final" if final else "scheduled",
+                              scores.get(home), scores.get(away), NBA_SOURCES[season]))
         else:
-            day = rows[0]["GAME_DATE"]
-            stadium = NBA_CUP_LAS_VEGAS if gid in NBA_CUP_LAS_VEGAS_GAMES else home_venue(home, day)
-            zone = zoneinfo.ZoneInfo(STADIUMS[stadium]["timeZone"])
-            start = dt.datetime.fromisoformat(day + "T19:00:00").replace(tzinfo=zone).astimezone(dt.timezone.utc)
-            tbd = True
+            stadium = NBA_CUP_LAS_VEGAS if gid in NBA_CUP_LAS_VEGAS_GAMES else home_venue(home, res["day"])
+            filled["time"] += 1
+            filled["venue"] += gid not in NBA_CUP_LAS_VEGAS_GAMES
+            games.append(tbd_game("nba", season, label, gid, args[0], res["day"], home, away, stadium,
+                                  "final" if final else "scheduled", scores.get(home), scores.get(away), NBA_SOURCES[season]))
+    NOTES.append("nba_%d: %d games without a source start time (timeTBD), %d of them placed at the home team's tenancy venue"
+                 % (season, filled["time"], filled["venue"]))
+    return games
+
+
+# --------------------------------------------------------------------------- WNBA (fixturedownload)
+WNBA_CUP_FINALS = {2025: {"287"}}  # Commissioner's Cup final (Match Number 287: Fever at Lynn, 2025-07-01)
+
+
+def wnba(season):
+    games = []
+    for fx in fixturedownload("hernandezjh235-sudo__WNBA-Offical-app/wnba-%d-UTC.csv" % season, "wnba"):
+        if fx["home"] is None or fx["away"] is None:
+            continue
+        stadium = venue_id("wnba", fx["venue"], fx["start"].date().isoformat(), fx["home"])
         if stadium is None:
             continue
-        final = home in scores and away in scores
-        games.append(game("nba", 2025, "2025-26", gid, "cup" if gid.startswith("006") else "regular", start, tbd, home, away, stadium,
-                          "final" if final else "scheduled", scores.get(home) if final else None, scores.get(away) if final else None,
-                          "moizk/nba-schedule-2025-26 (NBA CDN) + ismayc (nba_api)"))
+        final = fx["hs"] is not None
+        games.append(game("wnba", season, str(season), fx["n"], "cup" if fx["n"] in WNBA_CUP_FINALS.get(season, ()) else "regular",
+                          fx["start"], False, fx["home"], fx["away"], stadium, "final" if final else "scheduled", fx["hs"], fx["as"],
+                          "hernandezjh235-sudo/WNBA-Offical-app (fixturedownload)"))
     return games
 
 
-# The NBA Cup semifinals and final are played in Las Vegas; the schedule source lacks them.
-NBA_CUP_LAS_VEGAS = "stadium_nhl_t_mobile_arena"
-NBA_CUP_LAS_VEGAS_GAMES = {"0022501229", "0022501230", "0062500001"}
+# --------------------------------------------------------------------------- MLS (openfootball)
+MLS_NAMES = {"New York RB": "team_mls_new_york_red_bulls", "Chicago Fire": "team_mls_chicago_fire",
+             "Seattle Sounders": "team_mls_seattle_sounders", "Los Angeles Galaxy": "team_mls_la_galaxy",
+             "Orlando City": "team_mls_orlando_city", "Houston Dynamo": "team_mls_houston_dynamo",
+             "Vancouver Whitecaps": "team_mls_vancouver_whitecaps", "Los Angeles FC": "team_mls_lafc"}
 
 
+def mls(season):
+    with open(os.path.join(RAW, "openfootball__football.json", str(season), "mls.json"), encoding="utf-8") as f:
+        matches = json.load(f)["matches"]
+    games, meetings = [], {}
+    for m in sorted(matches, key=lambda m: (m["date"], m["time"], m["team1"])):
+        home, away = team_id("mls", m["team1"], m["date"], MLS_NAMES), team_id("mls", m["team2"], m["date"], MLS_NAMES)
+        if home is None or away is None:
+            continue
+        # No venue in the source: the home team's tenancy venue that day (the Eastern date is the local date for all
+        # kick-offs up to 22:30 ET in the Pacific zone).
+        stadium = home_venue(home, m["date"])
+        start = at_zone(m["date"], m["time"], "America/New_York")  # US Eastern wall clock
+        k = meetings[(home, away)] = meetings.get((home, away), 0) + 1
+        source_id = "%s_%s_%d" % (TEAMS[home]["id"][len("team_mls_"):], TEAMS[away]["id"][len("team_mls_"):], k)
+        ft = (m.get("score") or {}).get("ft")
+        games.append(game("mls", season, str(season), source_id, "regular", start, False, home, away, stadium,
+                          "final" if ft else "scheduled", ft[0] if ft else None, ft[1] if ft else None,
+                          "openfootball/football.json (CC0)"))
+    return games
+
+
+# --------------------------------------------------------------------------- NWSL (FBref exports)
+NWSL_NAMES = {"Angel City": "team_nwsl_angel_city", "Bay FC": "team_nwsl_bay_fc", "Chicago Stars": "team_nwsl_chicago_stars",
+              "Red Stars": "team_nwsl_chicago_stars", "Courage": "team_nwsl_nc_courage", "Current": "team_nwsl_kc_current",
+              "Dash": "team_nwsl_houston_dash", "Gotham FC": "team_nwsl_gotham_fc", "Louisville": "team_nwsl_racing_louisville",
+              "Pride": "team_nwsl_orlando_pride", "Reign": "team_nwsl_seattle_reign", "Royals": "team_nwsl_utah_royals",
+              "Spirit": "team_nwsl_washington_spirit", "Thorns": "team_nwsl_portland_thorns", "Wave": "team_nwsl_san_diego_wave"}
+
+
+def nwsl(season):
+    games = []
+    with open(os.path.join(RAW, "tom-mcmillan__nwsl_data", "data", "unprocessed", "%d.csv" % season), encoding="utf-8-sig", newline="") as f:
+        for r in csv.DictReader(f):
+            day = dt.datetime.strptime(r["Date"], "%m/%d/%y").date().isoformat()
+            home, away = team_id("nwsl", r["Home"], day, NWSL_NAMES), team_id("nwsl", r["Away"], day, NWSL_NAMES)
+            if home is None or away is None:
+                continue
+            stadium = venue_id("nwsl", r["Venue"], day, home, season)
+            if stadium is None:
+                continue
+            local = r["Time"].split("(")[0].strip()  # venue-local; "(HH:MM)" = US Eastern when different
+            m = re.fullmatch(r"(\d+)\s*[–-]\s*(\d+)", r["Score"].strip())
+            # Penalty shoot-outs are written "(4) 1–1 (2)": the score is the one after extra time.
+            m = m or re.fullmatch(r"\(\d+\)\s*(\d+)\s*[–-]\s*(\d+)\s*\(\d+\)", r["Score"].strip())
+            hs, as_ = (int(m.group(1)), int(m.group(2))) if m else (None, None)
+            gtype = "regular" if r["match type"].lower() == "regular season" else "playoff"
+            if local:
+                g = game("nwsl", season, str(season), r["Match ID"], gtype, at_local(day, local, stadium), False, home, away, stadium,
+                         "final" if m else "scheduled", hs, as_, "tom-mcmillan/nwsl_data (FBref)")
+            else:
+                g = tbd_game("nwsl", season, str(season), r["Match ID"], gtype, day, home, away, stadium, "final" if m else "scheduled",
+                             hs, as_, "tom-mcmillan/nwsl_data (FBref)")
+            games.append(g)
+    return games
+
+
+# --------------------------------------------------------------------------- output
 def write(name, games):
     games.sort(key=lambda g: (g["startTime"], g["id"]))
     ids = [g["id"] for g in games]
-    if len(ids) != len(set(ids)):
-        PROBLEMS.append("%s: duplicate ids" % name)
+    dups = sorted({i for i in ids if ids.count(i) > 1})
+    if dups:
+        PROBLEMS.append("%s: duplicate ids %s" % (name, dups[:5]))
     os.makedirs(OUT, exist_ok=True)
-    with open(os.path.join(OUT, name + ".json"), "w", encoding="utf-8") as f:
+    with open(os.path.join(OUT, name + ".json"), "w", encoding="utf-8", newline="\n") as f:
         f.write("[\n" + ",\n".join(json.dumps(g, sort_keys=True, separators=(",", ":"), ensure_ascii=False) for g in games) + "\n]\n")
-    print("games: %-9s %5d games, %5d final" % (name, len(games), sum(g["status"] == "final" for g in games)))
+    print("games: %-9s %5d games, %5d final, %4d neutral site, %4d timeTBD" % (
+        name, len(games), sum(g["status"] == "final" for g in games), sum(g["neutralSite"] for g in games),
+        sum(g["timeTBD"] for g in games)))
+
+
+def build():
+    """{file name: games}."""
+    out = {}
+    for year in range(2018, 2027):
+        out["mlb_%d" % year] = mlb(year)
+    for season, games in nfl().items():
+        out["nfl_%d" % season] = games
+    for season in (2022, 2023, 2024, 2025):
+        out["nba_%d" % season] = nba(season)
+    for season, games in nhl().items():
+        out["nhl_%d" % season] = games
+    for season in (2025, 2026):
+        out["wnba_%d" % season] = wnba(season)
+    out["mls_2025"] = mls(2025)
+    for season in (2022, 2023, 2024, 2025):
+        out["nwsl_%d" % season] = nwsl(season)
+    return out
 
 
 def main():
-    for year in range(2018, 2027):
-        write("mlb_%d" % year, mlb(year))
-    write("nba_2025", nba_2025())
+    files = {name: [g for g in games if g is not None] for name, games in build().items()}
     if PROBLEMS:
-        print("games.py: %d problem(s):\n  - %s" % (len(PROBLEMS), "\n  - ".join(sorted(set(PROBLEMS))[:60])), file=sys.stderr)
+        print("games.py: %d problem(s), nothing written:\n  - %s" % (len(set(PROBLEMS)), "\n  - ".join(sorted(set(PROBLEMS))[:80])),
+              file=sys.stderr)
         sys.exit(1)
+    for name in sorted(files):
+        write(name, files[name])
+    stale = sorted(set(f[:-5] for f in os.listdir(OUT) if f.endswith(".json")) - set(files))
+    for name in stale:  # a league-season no longer built
+        os.remove(os.path.join(OUT, name + ".json"))
+    for note in NOTES:
+        print("games: " + note)
+    if PROBLEMS:  # duplicate ids found while writing
+        print("games.py: %s" % "; ".join(PROBLEMS), file=sys.stderr)
+        sys.exit(1)
+    print("games: %d files, %d games" % (len(files), sum(len(g) for g in files.values())))
 
 
 if __name__ == "__main__":

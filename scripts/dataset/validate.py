@@ -31,6 +31,8 @@ TZ_LON = {
     "America/Kentucky/Louisville": (-87, -84.5), "America/New_York": (-88, -66), "America/Toronto": (-95, -64),
     "America/Mexico_City": (-106, -86), "America/Monterrey": (-106, -97), "America/Puerto_Rico": (-68, -65),
     "Europe/London": (-8, 2), "Europe/Berlin": (5, 16), "Asia/Tokyo": (128, 146), "Asia/Seoul": (124, 132),
+    "America/Sao_Paulo": (-54, -34), "Europe/Dublin": (-11, -5), "Europe/Madrid": (-10, 5), "Europe/Paris": (-5, 10),
+    "Europe/Stockholm": (10, 25), "Europe/Helsinki": (19, 32), "Europe/Prague": (12, 19),
 }
 
 
@@ -361,6 +363,8 @@ def main():
     cpa = stadiums.get("stadium_nhl_climate_pledge_arena", {}).get("capacityBySport", {})
     expect(set(cpa) == {"basketball", "ice_hockey"}, "Climate Pledge Arena capacityBySport basketball + ice_hockey, got %r" % cpa)
 
+    game_summary = check_games(stadiums, teams, d["team_venues"])
+
     # ---- report
     if ERRORS:
         sys.stderr.write("validate.py: %d problem(s):\n" % len(ERRORS))
@@ -380,6 +384,169 @@ def main():
           % (len(leagues), len(confs), len(divs), per_league, len(teams), len(stadiums), len(active),
              len(stadiums) - len(active), len(shared), len(d["stadium_aliases"]), approx_sa, len(d["team_aliases"]),
              len(d["team_venues"]), sum(1 for x in d["team_venues"] if x["validUntil"])))
+    print(game_summary)
+
+
+# --------------------------------------------------------------------------- games (Resources/canonical/games)
+# Expected games per league-season file: (games, final). Each number is explained in DATASET.md ("Games").
+EXPECTED_GAMES = {
+    "mlb_2018": (2432, 2431), "mlb_2019": (2430, 2429), "mlb_2020": (900, 898), "mlb_2021": (2430, 2429),
+    "mlb_2022": (2430, 2430), "mlb_2023": (2430, 2430), "mlb_2024": (2430, 2429), "mlb_2025": (2430, 2430),
+    "mlb_2026": (2430, 1934),
+    "nfl_2020": (269, 269), "nfl_2021": (285, 285), "nfl_2022": (284, 284), "nfl_2023": (285, 285), "nfl_2024": (285, 285),
+    "nfl_2025": (285, 285),
+    "nba_2022": (1230, 1230), "nba_2023": (1231, 1231), "nba_2024": (1321, 1321), "nba_2025": (1231, 1231),
+    "nhl_2009": (1318, 1318), "nhl_2016": (1317, 1317), "nhl_2022": (1400, 1400), "nhl_2024": (1398, 1398),
+    "nhl_2025": (1386, 1378),
+    "wnba_2025": (287, 287), "wnba_2026": (330, 140),
+    "mls_2025": (510, 164),
+    "nwsl_2022": (137, 137), "nwsl_2023": (137, 137), "nwsl_2024": (189, 189), "nwsl_2025": (91, 91),
+}
+GAME_KEYS = {"id", "leagueId", "season", "seasonLabel", "gameType", "startTime", "timeTBD", "localDate", "homeTeamId",
+             "awayTeamId", "stadiumId", "neutralSite", "status", "homeScore", "awayScore", "source", "sourceGameId"}
+GAME_TYPES = {"regular", "playoff", "playin", "cup", "allstar"}
+GAME_STATUSES = {"scheduled", "final", "postponed", "cancelled"}
+SPLIT_SEASON = {"nba", "nhl"}  # seasonLabel "2025-26"
+MIN_GAP = dt.timedelta(hours=2, minutes=30)  # two games of one team closer than this = a double booking
+
+
+def check_games(stadiums, teams, team_venues):
+    gdir = os.path.join(CANON, "games")
+    names = sorted(f[:-5] for f in os.listdir(gdir) if f.endswith(".json")) if os.path.isdir(gdir) else []
+    tenancy = {}
+    for x in team_venues:
+        tenancy.setdefault(x["teamId"], []).append((x["validFrom"] or "", x["validUntil"] or "9999", x["stadiumId"]))
+    seen_ids, by_id, per_team = set(), {}, {}
+    summary = []
+    for name in names:
+        m = re.fullmatch(r"(mlb|nfl|nba|nhl|wnba|mls|nwsl)_(\d{4})", name)
+        if not m:
+            err("games/%s.json: file name must be <league>_<startYear>" % name)
+            continue
+        league, season = m.group(1), int(m.group(2))
+        with open(os.path.join(gdir, name + ".json"), encoding="utf-8") as f:
+            text = f.read()
+        games = json.loads(text)
+        want = "[\n" + ",\n".join(json.dumps(g, sort_keys=True, separators=(",", ":"), ensure_ascii=False) for g in games) + "\n]\n"
+        if text != want:
+            err("games/%s.json: not one compact game per line with sorted keys" % name)
+        if [(g.get("startTime"), g.get("id")) for g in games] != sorted((g.get("startTime"), g.get("id")) for g in games):
+            err("games/%s.json: not sorted by (startTime, id)" % name)
+        label = "%d-%02d" % (season, (season + 1) % 100) if league in SPLIT_SEASON else str(season)
+        for g in games:
+            gid = g.get("id")
+            where = "game %s" % gid
+            if set(g) != GAME_KEYS:
+                err("%s: keys %s" % (where, sorted(set(g) ^ GAME_KEYS)))
+                continue
+            if not re.fullmatch(r"[a-z]+(_[a-z0-9]+)+", gid or "") or not gid.startswith("game_%s_%d_" % (league, season)):
+                err("%s: bad id for %s" % (where, name))
+            if gid in seen_ids:
+                err("%s: duplicate id" % where)
+            seen_ids.add(gid)
+            by_id[gid] = g
+            if g["leagueId"] != "league_" + league or g["season"] != season or g["seasonLabel"] != label:
+                err("%s: leagueId/season/seasonLabel %s/%r/%r do not match the file %s" % (where, g["leagueId"], g["season"], g["seasonLabel"], name))
+            if g["gameType"] not in GAME_TYPES or g["status"] not in GAME_STATUSES:
+                err("%s: gameType %r / status %r" % (where, g["gameType"], g["status"]))
+            if not isinstance(g["source"], str) or not g["source"] or not isinstance(g["sourceGameId"], str) or not g["sourceGameId"]:
+                err("%s: source/sourceGameId missing" % where)
+            if not isinstance(g["timeTBD"], bool) or not isinstance(g["neutralSite"], bool):
+                err("%s: timeTBD/neutralSite must be booleans" % where)
+            # teams: exist, in this league, playing that season
+            for side in ("homeTeamId", "awayTeamId"):
+                t = teams.get(g[side])
+                if t is None or t["leagueId"] != "league_" + league:
+                    err("%s: %s %r is no %s team" % (where, side, g[side], league))
+                elif t.get("firstSeason", 0) > season:
+                    err("%s: %s %s starts in %d" % (where, side, g[side], t["firstSeason"]))
+            if g["homeTeamId"] == g["awayTeamId"]:
+                err("%s: a team plays itself" % where)
+            # time and local date
+            try:
+                start = dt.datetime.strptime(g["startTime"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
+            except (TypeError, ValueError):
+                err("%s: startTime %r is not UTC ISO 8601 (Z)" % (where, g["startTime"]))
+                continue
+            s = stadiums.get(g["stadiumId"])
+            if s is None:
+                err("%s: stadiumId %r does not resolve" % (where, g["stadiumId"]))
+                continue
+            local = start.astimezone(zoneinfo.ZoneInfo(s["timeZone"]))
+            if g["localDate"] != local.date().isoformat():
+                err("%s: localDate %s != %s (startTime in %s)" % (where, g["localDate"], local.date(), s["timeZone"]))
+            if g["timeTBD"] and local.strftime("%H:%M") != "19:00":
+                err("%s: timeTBD but startTime is not 19:00 venue-local" % where)
+            day = g["localDate"]
+            # venue open that day
+            if s["yearOpened"] > int(day[:4]):
+                err("%s: %s opened in %d, after the game (%s)" % (where, s["id"], s["yearOpened"], day))
+            if s.get("deprecatedAt") and s["deprecatedAt"] < day:
+                err("%s: %s deprecated %s, before the game (%s)" % (where, s["id"], s["deprecatedAt"], day))
+            # home venue vs. neutral site
+            home_venues = [v for f, u, v in tenancy.get(g["homeTeamId"], []) if f <= day < u]
+            if not home_venues:
+                err("%s: home team %s has no tenancy on %s" % (where, g["homeTeamId"], day))
+            elif g["neutralSite"] != (g["stadiumId"] != home_venues[0]):
+                err("%s: neutralSite %s but the home team's venue that day is %s (game at %s)" % (where, g["neutralSite"], home_venues[0], g["stadiumId"]))
+            # scores iff final
+            scored = isinstance(g["homeScore"], int) and isinstance(g["awayScore"], int) and g["homeScore"] >= 0 and g["awayScore"] >= 0
+            if (g["status"] == "final") != scored or (not scored and (g["homeScore"] is not None or g["awayScore"] is not None)):
+                err("%s: status %s with scores %r-%r" % (where, g["status"], g["homeScore"], g["awayScore"]))
+            if not g["timeTBD"] and g["status"] not in ("postponed", "cancelled"):
+                for side in ("homeTeamId", "awayTeamId"):
+                    per_team.setdefault(g[side], []).append((start, gid))
+        exp = EXPECTED_GAMES.get(name)
+        got = (len(games), sum(g.get("status") == "final" for g in games))
+        if exp is None:
+            err("games/%s.json: no EXPECTED_GAMES entry (add it with its explanation in DATASET.md)" % name)
+        elif got != exp:
+            err("games/%s.json: %d games (%d final), expected %d (%d)" % (name, got[0], got[1], exp[0], exp[1]))
+        summary.append("%s %d" % (name, len(games)))
+    for name in sorted(set(EXPECTED_GAMES) - set(names)):
+        err("games/%s.json missing" % name)
+    # no team plays twice at once
+    for tid, starts in sorted(per_team.items()):
+        starts.sort()
+        for (a, ga), (b, gb) in zip(starts, starts[1:]):
+            if b - a < MIN_GAP:
+                err("team %s: %s and %s start %s apart" % (tid, ga, gb, b - a))
+
+    # spot checks (games the sources were checked against by hand, raw/games/README.md)
+    def spot(gid, **want):
+        g = by_id.get(gid)
+        if g is None:
+            err("games spot check: %s missing" % gid)
+            return
+        bad = {k: (g.get(k), v) for k, v in want.items() if g.get(k) != v}
+        if bad:
+            err("games spot check %s: %s" % (gid, ", ".join("%s is %r, want %r" % (k, a, b) for k, (a, b) in sorted(bad.items()))))
+    spot("game_mlb_2025_778563", homeTeamId="team_mlb_cubs", awayTeamId="team_mlb_dodgers", homeScore=1, awayScore=4,
+         stadiumId="stadium_mlb_tokyo_dome", localDate="2025-03-18", startTime="2025-03-18T10:10:00Z", neutralSite=True, status="final")
+    if stadiums.get("stadium_mlb_tokyo_dome", {}).get("timeZone") != "Asia/Tokyo":
+        err("games spot check: Tokyo Dome time zone is not Asia/Tokyo")
+    spot("game_nba_2025_0022500001", homeTeamId="team_nba_thunder", awayTeamId="team_nba_rockets", homeScore=125, awayScore=124,
+         stadiumId="stadium_nba_paycom_center", startTime="2025-10-21T23:30:00Z", status="final", gameType="regular", timeTBD=False)
+    spot("game_nfl_2025_2025_01_kc_lac", homeTeamId="team_nfl_chargers", awayTeamId="team_nfl_chiefs", homeScore=27, awayScore=21,
+         stadiumId="stadium_nfl_neo_quimica_arena", localDate="2025-09-05", startTime="2025-09-06T00:00:00Z", neutralSite=True)
+    spot("game_nfl_2024_2024_22_kc_phi", homeTeamId="team_nfl_eagles", awayTeamId="team_nfl_chiefs", homeScore=40, awayScore=22,
+         stadiumId="stadium_nfl_caesars_superdome", gameType="playoff", neutralSite=True)
+    spot("game_nhl_2025_2025020001", homeTeamId="team_nhl_panthers", awayTeamId="team_nhl_blackhawks", homeScore=3, awayScore=2,
+         stadiumId="stadium_nhl_amerant_bank_arena", startTime="2025-10-07T21:00:00Z")
+    spot("game_nhl_2024_2024020001", homeTeamId="team_nhl_sabres", awayTeamId="team_nhl_devils", homeScore=1, awayScore=4,
+         stadiumId="stadium_nhl_o2_arena", neutralSite=True)
+    for gid, venue in (("game_nfl_2025_2025_04_min_pit", "stadium_nfl_croke_park"), ("game_nfl_2025_2025_05_min_cle", "stadium_nfl_tottenham_hotspur_stadium"),
+                       ("game_nfl_2025_2025_06_den_nyj", "stadium_nfl_tottenham_hotspur_stadium"), ("game_nfl_2025_2025_07_la_jax", "stadium_nfl_wembley_stadium"),
+                       ("game_nfl_2025_2025_10_atl_ind", "stadium_nfl_olympiastadion_berlin"), ("game_nfl_2025_2025_11_was_mia", "stadium_nfl_estadio_santiago_bernabeu")):
+        spot(gid, stadiumId=venue, neutralSite=True)
+    fenway = [g for g in by_id.values() if g["season"] == 2024 and g["homeTeamId"] == "team_mlb_red_sox"
+              and g["stadiumId"] == "stadium_mlb_fenway_park" and g["status"] == "final" and g["homeScore"] is not None]
+    if not fenway:
+        err("games spot check: no final 2024 Red Sox home game at Fenway Park")
+    total = len(by_id)
+    return ("validate.py: games OK: %d games in %d league-season files (%s); %d final, %d neutral site, %d timeTBD."
+            % (total, len(names), ", ".join(summary), sum(g["status"] == "final" for g in by_id.values()),
+               sum(g["neutralSite"] for g in by_id.values()), sum(g["timeTBD"] for g in by_id.values())))
 
 
 if __name__ == "__main__":
