@@ -39,8 +39,9 @@ extension DatabaseController {
             return (name, field)
         }
         let zone = try self.zone(call.body, in: call)
+        let fields = Array(Set(wanted.map(\.1)))
         let found = try await self.records.lookup(
-            wanted.map(\.0), zoneName: zone, desiredKeys: Array(Set(wanted.map(\.1))), in: call.database, logger: call.logger)
+            wanted.map { ($0.0, fields) }, zoneName: zone, in: call.database, logger: call.logger)
         let owner = assetOwner(call.database)
         let lifetime = self.configuration.receiptLifetimeSeconds
         var writer = WireWriter()
@@ -64,8 +65,8 @@ extension DatabaseController {
     }
 
     /// A receipt sent with an asset must be this database's, unexpired and of that size; the store then checks,
-    /// under the write lock, that the database has the asset (docs/ASSETS.md).
-    func checkReceipts(in operations: [RecordOperation], database: DatabaseRef) throws {
+    /// under the write lock, that the database has the asset (docs/ASSETS.md). An operation failing this is refused.
+    func checkReceipts(in operations: inout [RecordOperation], database: DatabaseRef) {
         let owner = assetOwner(database)
         func assets(in value: JSONValue) -> [[String: JSONValue]] {
             switch value {
@@ -75,19 +76,23 @@ extension DatabaseController {
             default: []
             }
         }
-        for operation in operations {
+        func refusal(of operation: RecordOperation) -> CloudError? {
             for asset in operation.fields.map({ assets(in: .object($0)) }) ?? [] {
                 guard let receipt = asset["receipt"]?.stringValue else { continue }
                 guard let grant = self.capabilities.verify(.receipt, receipt), grant.owner == owner,
                     grant.subject == asset["fileChecksum"]?.stringValue
-                else { throw CloudError.badRequest("record \(operation.recordName): the asset receipt is not valid for this database") }
+                else { return .badRequest("record \(operation.recordName): the asset receipt is not valid for this database") }
                 guard grant.expires > self.clock.now else {
-                    throw CloudError.badRequest("record \(operation.recordName): the asset receipt has expired; upload the asset again")
+                    return .badRequest("record \(operation.recordName): the asset receipt has expired; upload the asset again")
                 }
                 if let size = asset["size"]?.int64Value, size != grant.size {
-                    throw CloudError.badRequest("record \(operation.recordName): the asset size does not match its receipt")
+                    return .badRequest("record \(operation.recordName): the asset size does not match its receipt")
                 }
             }
+            return nil
+        }
+        for index in operations.indices where operations[index].refusal == nil {
+            operations[index].refusal = refusal(of: operations[index])
         }
     }
 }

@@ -111,17 +111,24 @@ extension RecordStore {
         return removed
     }
 
-    /// Fails the write when a saved record holds an asset this database does not have (never uploaded here, or
+    /// Fails each saved record that holds an asset this database does not have (never uploaded here, or
     /// collected). Runs under the write lock, so the collector cannot remove it before the write commits.
-    static func checkAssetsExist(_ writes: [Record], databaseID: Int64, on connection: PostgresConnection, logger: Logger) async throws {
-        let referenced = Set(writes.filter { !$0.deleted }.flatMap { Self.assetChecksums(in: $0.fields) })
+    static func checkAssetsExist(_ plan: inout ModificationPlan, databaseID: Int64, on connection: PostgresConnection, logger: Logger) async throws {
+        let saved = plan.writes.filter { !$0.deleted }
+        let referenced = Set(saved.flatMap { Self.assetChecksums(in: $0.fields) })
         guard !referenced.isEmpty else { return }
         var present = Set<String>()
         for try await checksum in try await connection.query(
             "SELECT checksum FROM assets WHERE database_id = \(databaseID) AND checksum = ANY(\(Array(referenced)))", logger: logger
         ).decode(String.self) { present.insert(checksum) }
-        if let missing = referenced.subtracting(present).sorted().first {
-            throw CloudError.badRequest("asset \(missing) was not uploaded to this database (or has expired); upload it with assets/upload")
+        for record in saved {
+            if let missing = Self.assetChecksums(in: record.fields).sorted().first(where: { !present.contains($0) }) {
+                plan.fail(
+                    record.recordName,
+                    .badRequest(
+                        "record \(record.recordName): asset \(missing) was not uploaded to this database (or has expired); upload it with assets/upload"
+                    ))
+            }
         }
     }
 

@@ -30,12 +30,13 @@ extension RecordStore {
                     return try await self.keepAnswer(to: idempotency, of: result, databaseID: database.id, on: connection, logger: logger)
                 }
                 // A create needs no lookup: the upsert refuses a create whose name is live, and only those are loaded.
-                let lookedUp = operations.filter { $0.type != .create }.map(\.recordName)
+                let lookedUp = operations.filter { $0.type != .create && $0.refusal == nil }.map(\.recordName)
                 let existing = lookedUp.isEmpty ? [:] : try await Self.loadRecords(lookedUp, zoneID: zoneID, on: connection, logger: logger)
-                var plan = try ModificationPlan(
+                var plan = ModificationPlan(
                     operations: operations, existing: existing, firstSeq: head + 1, stamp: stamp,
                     maxRecordBytes: limits.maxRecordBytes, schema: schema, scope: database.scope)
                 try await Self.checkValidatedReferences(&plan, existing: existing, zoneID: zoneID, on: connection, logger: logger)
+                try await Self.checkAssetsExist(&plan, databaseID: database.id, on: connection, logger: logger)
                 if atomic, plan.outcomes.contains(where: \.isFailure) {
                     return try await finish(ModifyResult(outcomes: Self.atomicFailure(plan.outcomes), atomicFailed: true))
                 }
@@ -43,10 +44,8 @@ extension RecordStore {
                 var lastSeq = plan.lastSeq
                 try await Self.cascadeDeletes(&writes, lastSeq: &lastSeq, zoneID: zoneID, stamp: stamp, on: connection, logger: logger)
                 guard !writes.isEmpty else { return try await finish(ModifyResult(outcomes: plan.outcomes, atomicFailed: false)) }
-                try await Self.checkAssetsExist(writes, databaseID: database.id, on: connection, logger: logger)
-                let creates = Set(operations.filter { $0.type == .create }.map(\.recordName))
                 let taken = try await Self.store(
-                    writes, creates: creates, zoneID: zoneID, databaseID: database.id, lastSeq: lastSeq, on: connection, logger: logger)
+                    writes, creates: plan.creates, zoneID: zoneID, databaseID: database.id, lastSeq: lastSeq, on: connection, logger: logger)
                 guard !taken.isEmpty else { return try await finish(ModifyResult(outcomes: plan.outcomes, atomicFailed: false)) }
                 let current = try await Self.loadRecords(Array(taken), zoneID: zoneID, on: connection, logger: logger)
                 let outcomes = plan.outcomes.map { outcome -> OperationOutcome in
@@ -128,18 +127,13 @@ extension RecordStore {
             ).decode(String.self) { live.insert(name) }
         }
         live.formUnion(batchLive)
-        var failed = Set<String>()
         for record in saved {
             if let missing = Reference.all(in: record.fields).first(where: { $0.action == .validate && !live.contains($0.recordName) }) {
-                failed.insert(record.recordName)
-                let index = plan.outcomes.firstIndex { if case .saved(let r) = $0 { r.recordName == record.recordName } else { false } }!
-                plan.outcomes[index] = .failed(
-                    recordName: record.recordName,
-                    error: CloudError(.validatingReferenceError, "VALIDATE reference to \(missing.recordName), which does not exist in this zone"),
-                    serverRecord: nil)
+                plan.fail(
+                    record.recordName,
+                    CloudError(.validatingReferenceError, "VALIDATE reference to \(missing.recordName), which does not exist in this zone"))
             }
         }
-        plan.writes.removeAll { failed.contains($0.recordName) }
     }
 
     /// Deletes (tombstones) every live record with a DELETE_SELF reference to a record deleted here, transitively.

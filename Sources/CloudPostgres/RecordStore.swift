@@ -81,22 +81,28 @@ public final class RecordStore: Sendable {
 
     // MARK: records/lookup
 
-    /// The live records with these names, in request order; `nil` for a name that does not exist.
+    /// The live records with these names, each limited to its desired keys, in request order; `nil` for a name that
+    /// does not exist. One query per distinct key list (clients send one list, or the same list per record).
     public func lookup(
-        _ names: [String], zoneName: String, desiredKeys: [String]?, in database: DatabaseRef, logger: Logger
+        _ wanted: [(name: String, desiredKeys: [String]?)], zoneName: String, in database: DatabaseRef, logger: Logger
     ) async throws -> [RecordSnapshot?] {
         try await self.client.reading { connection in
             let zoneID = try await self.zoneID(named: zoneName, in: database, on: connection, logger: logger)
-            var builder = SQLBuilder()
-            let columns = Self.recordColumns(&builder, desiredKeys: desiredKeys)
-            builder.append(
-                "SELECT \(columns) FROM records r WHERE r.zone_id = \(builder.bind(zoneID)) AND NOT r.deleted AND r.record_name = ANY(\(builder.bind(names)))"
-            )
-            var found: [String: RecordSnapshot] = [:]
-            for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {
-                found[columns.0] = Self.snapshot(columns)
+            var answers = [RecordSnapshot?](repeating: nil, count: wanted.count)
+            for (keys, indices) in Dictionary(grouping: wanted.indices, by: { wanted[$0].desiredKeys }) {
+                var builder = SQLBuilder()
+                let columns = Self.recordColumns(&builder, desiredKeys: keys)
+                let names = indices.map { wanted[$0].name }
+                builder.append(
+                    "SELECT \(columns) FROM records r WHERE r.zone_id = \(builder.bind(zoneID)) AND NOT r.deleted AND r.record_name = ANY(\(builder.bind(names)))"
+                )
+                var found: [String: RecordSnapshot] = [:]
+                for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {
+                    found[columns.0] = Self.snapshot(columns)
+                }
+                for index in indices { answers[index] = found[wanted[index].name] }
             }
-            return names.map { found[$0] }
+            return answers
         }
     }
 }

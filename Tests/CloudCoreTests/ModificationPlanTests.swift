@@ -13,14 +13,14 @@ import Testing
             modified: self.old)
     }
 
-    func plan(_ operations: [RecordOperation], _ existing: [Record] = []) throws -> ModificationPlan {
-        try ModificationPlan(
+    func plan(_ operations: [RecordOperation], _ existing: [Record] = []) -> ModificationPlan {
+        ModificationPlan(
             operations: operations, existing: Dictionary(uniqueKeysWithValues: existing.map { ($0.recordName, $0) }),
             firstSeq: 10, stamp: self.stamp, maxRecordBytes: 1_000_000)
     }
 
     @Test func createOfAnExistingRecordIsExistsWithTheServerRecord() throws {
-        let plan = try self.plan([RecordOperation(type: .create, recordName: "r", recordType: "Visit")], [self.stored("r", seq: 3)])
+        let plan = self.plan([RecordOperation(type: .create, recordName: "r", recordType: "Visit")], [self.stored("r", seq: 3)])
         guard case .failed(_, let error, let server) = plan.outcomes[0] else { Issue.record("expected failure"); return }
         #expect(error.code == .exists)
         #expect(server?.changeSeq == 3)
@@ -28,13 +28,13 @@ import Testing
     }
 
     @Test func createOverATombstoneStartsAFreshRecord() throws {
-        let plan = try self.plan([RecordOperation(type: .create, recordName: "r", recordType: "Visit")], [self.stored("r", seq: 3, deleted: true)])
+        let plan = self.plan([RecordOperation(type: .create, recordName: "r", recordType: "Visit")], [self.stored("r", seq: 3, deleted: true)])
         #expect(plan.writes.map(\.changeSeq) == [10])
         #expect(plan.writes[0].created == self.stamp)
     }
 
     @Test func staleChangeTagIsAConflictCarryingTheServerRecord() throws {
-        let plan = try self.plan(
+        let plan = self.plan(
             [RecordOperation(type: .update, recordName: "r", changeTag: ChangeTag.make(2), fields: ["a": ["value": "y"]])], [self.stored("r", seq: 3)]
         )
         guard case .failed(_, let error, let server) = plan.outcomes[0] else { Issue.record("expected conflict"); return }
@@ -44,7 +44,7 @@ import Testing
 
     @Test func updateMergesFieldsAndNullRemovesOne() throws {
         let existing = self.stored("r", seq: 3, fields: ["a": FieldValue(type: .string, value: "x"), "b": FieldValue(type: .int64, value: 1)])
-        let plan = try self.plan(
+        let plan = self.plan(
             [RecordOperation(type: .update, recordName: "r", changeTag: ChangeTag.make(3), fields: ["b": [:], "c": ["value": 2.5]])], [existing])
         #expect(plan.writes[0].fields == ["a": FieldValue(type: .string, value: "x"), "c": FieldValue(type: .double, value: 2.5)])
         #expect(plan.writes[0].created == self.old)
@@ -52,14 +52,14 @@ import Testing
     }
 
     @Test func replaceDropsUnlistedFields() throws {
-        let plan = try self.plan(
+        let plan = self.plan(
             [RecordOperation(type: .replace, recordName: "r", changeTag: ChangeTag.make(3), fields: ["z": ["value": "new"]])],
             [self.stored("r", seq: 3)])
         #expect(Array(plan.writes[0].fields.keys) == ["z"])
     }
 
     @Test func forceOperationsIgnoreTagsAndForceUpdateCreates() throws {
-        let plan = try self.plan(
+        let plan = self.plan(
             [
                 RecordOperation(type: .forceUpdate, recordName: "new", recordType: "Visit", fields: ["a": ["value": 1]]),
                 RecordOperation(type: .forceReplace, recordName: "r", changeTag: "stale", fields: [:]),
@@ -70,7 +70,7 @@ import Testing
     }
 
     @Test func deletesNeedTheRecordAndForceDeleteOfATombstoneIsIdempotent() throws {
-        let plan = try self.plan(
+        let plan = self.plan(
             [
                 RecordOperation(type: .delete, recordName: "missing", changeTag: "1"),
                 RecordOperation(type: .forceDelete, recordName: "gone"),
@@ -83,31 +83,38 @@ import Testing
         #expect(plan.writes[0].deleted && plan.writes[0].fields.isEmpty)
     }
 
-    @Test func malformedOperationsRejectTheWholeBatch() {
-        #expect(throws: CloudError.self) {
-            try self.plan([
-                RecordOperation(type: .create, recordName: "a", recordType: "V"), RecordOperation(type: .create, recordName: "a", recordType: "V"),
-            ])
+    /// A malformed operation fails alone with BAD_REQUEST; the batch's other operations are still planned.
+    @Test func malformedOperationsFailAlone() {
+        let malformed: [(RecordOperation, [Record])] = [
+            (RecordOperation(type: .update, recordName: "r", fields: [:]), [self.stored("r", seq: 3)]),
+            (RecordOperation(type: .create, recordName: "r"), []),
+            (RecordOperation(type: .create, recordName: "r", recordType: "V", fields: ["x": ["value": "v", "type": "NOPE"]]), []),
+            (RecordOperation(type: .update, recordName: "r", recordType: "Other", changeTag: ChangeTag.make(3)), [self.stored("r", seq: 3)]),
+            (.refused("r", .badRequest("unreadable")), []),
+        ]
+        for (operation, existing) in malformed {
+            let plan = self.plan([operation, RecordOperation(type: .create, recordName: "ok", recordType: "V")], existing)
+            guard case .failed("r", let error, nil) = plan.outcomes[0] else { Issue.record("expected a refusal: \(plan.outcomes)"); continue }
+            #expect(error.code == .badRequest)
+            #expect(plan.writes.map(\.recordName) == ["ok"])
+            #expect(plan.writes.map(\.changeSeq) == [10], "a refused operation uses no change number")
         }
-        #expect(throws: CloudError.self) { try self.plan([RecordOperation(type: .update, recordName: "r", fields: [:])], [self.stored("r", seq: 3)]) }
-        #expect(throws: CloudError.self) { try self.plan([RecordOperation(type: .create, recordName: "r")]) }
-        #expect(throws: CloudError.self) {
-            try self.plan([RecordOperation(type: .create, recordName: "r", recordType: "V", fields: ["x": ["value": "v", "type": "NOPE"]])])
-        }
-        #expect(throws: CloudError.self) {
-            try self.plan(
-                [RecordOperation(type: .update, recordName: "r", recordType: "Other", changeTag: ChangeTag.make(3))], [self.stored("r", seq: 3)])
-        }
+        let twice = self.plan([
+            RecordOperation(type: .create, recordName: "a", recordType: "V"), RecordOperation(type: .create, recordName: "a", recordType: "V"),
+        ])
+        #expect(twice.outcomes.map(\.isFailure) == [false, true])
+        #expect(twice.creates == ["a"])
     }
 
     @Test func recordsOverTheSizeLimitAreRejected() {
-        #expect {
-            try ModificationPlan(
-                operations: [
-                    RecordOperation(
-                        type: .create, recordName: "r", recordType: "V", fields: ["big": ["value": .string(String(repeating: "x", count: 2000))]])
-                ],
-                existing: [:], firstSeq: 1, stamp: self.stamp, maxRecordBytes: 1000)
-        } throws: { ($0 as? CloudError)?.reason.contains("limit is 1000 bytes") == true }
+        let plan = ModificationPlan(
+            operations: [
+                RecordOperation(
+                    type: .create, recordName: "r", recordType: "V", fields: ["big": ["value": .string(String(repeating: "x", count: 2000))]])
+            ],
+            existing: [:], firstSeq: 1, stamp: self.stamp, maxRecordBytes: 1000)
+        guard case .failed(_, let error, _) = plan.outcomes[0] else { Issue.record("expected a refusal"); return }
+        #expect(error.reason.contains("limit is 1000 bytes"))
+        #expect(plan.writes.isEmpty)
     }
 }

@@ -90,25 +90,83 @@ import Testing
         }
     }
 
+    /// Issue 15 regression: Apple documents `desiredKeys` per lookup entry; it overrides the top-level list.
+    @Test func lookupHonoursDesiredKeysPerRecord() async throws {
+        try await TestServer.run { server in
+            try await server.modify([Op.create("r", ["a": 1, "b": 2, "c": 3])])
+            let both = try await server.call(
+                "records/lookup",
+                [
+                    "records": [["recordName": "r", "desiredKeys": ["a"]], ["recordName": "r"], ["recordName": "r", "desiredKeys": []]],
+                    "desiredKeys": ["b"],
+                ],
+                as: server.alice)
+            #expect(both.records.map { $0["fields"] } == [["a": ["type": "INT64", "value": 1]], ["b": ["type": "INT64", "value": 2]], [:]])
+            let perRecordOnly = try await server.call(
+                "records/lookup", ["records": [["recordName": "r", "desiredKeys": ["c"]], ["recordName": "r"]]], as: server.alice)
+            #expect(perRecordOnly.records[0]["fields"] == ["c": ["type": "INT64", "value": 3]])
+            #expect(perRecordOnly.records[1]["fields"]?.objectValue?.count == 3)
+        }
+    }
+
+    /// Issue 15 regression: in a non-atomic batch a malformed operation fails alone, as a per-record error in a 200.
+    @Test func malformedOperationFailsAloneInANonAtomicBatch() async throws {
+        try await TestServer.run { server in
+            try await server.modify([Op.create("old")])
+            let reply = try await server.modify([Op.create("fresh"), Op.typed("delete", "old"), Op.typed("explode", "x")])
+            #expect(reply.status == 200, "\(reply.json)")
+            #expect(reply.records.map { $0["serverErrorCode"]?.stringValue } == [nil, "BAD_REQUEST", "BAD_REQUEST"])
+            #expect(reply.records.map { $0["recordName"]?.stringValue } == ["fresh", "old", "x"])
+            #expect(reply.records[1]["reason"]?.stringValue?.contains("recordChangeTag is required") == true)
+            let lookup = try await server.call("records/lookup", ["records": [["recordName": "fresh"], ["recordName": "old"]]], as: server.alice)
+            #expect(lookup.records.map { $0["serverErrorCode"]?.stringValue } == [nil, nil], "the good create landed, the delete did not")
+
+            // In an atomic zone the same malformed operation fails the batch: nothing lands.
+            try await server.call(
+                "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Z"]]]]], as: server.alice)
+            try await server.modify([Op.create("old")], zone: "Z")
+            let atomic = try await server.modify([Op.create("fresh"), Op.typed("delete", "old")], zone: "Z")
+            #expect(atomic.status == 400)
+            #expect(atomic.records.map { $0["serverErrorCode"]?.stringValue } == ["ATOMIC_ERROR", "BAD_REQUEST"])
+            let none = try await server.call(
+                "records/lookup", ["zoneID": ["zoneName": "Z"], "records": [["recordName": "fresh"]]], as: server.alice)
+            #expect(none.records[0]["serverErrorCode"] == "NOT_FOUND")
+        }
+    }
+
     @Test func badInputIsBadRequestAndChangesNothing() async throws {
         try await TestServer.run { server in
-            let bodies = [
-                "{not json", "[]", #"{"operations": 5}"#,
-                #"{"operations":[{"operationType":"create","record":{"recordName":"x","recordType":"V","fields":{"f":{"value":1,"type":"WHAT"}}}}]}"#,
-                #"{"operations":[{"operationType":"explode","record":{"recordName":"x"}}]}"#,
-                #"{"operations":[{"operationType":"create","record":{"recordName":"ok","recordType":"V"}},{"operationType":"create","record":{"recordName":"x","recordType":"V","fields":{"f":{"value":[]}}}}]}"#,
-                // PostgreSQL cannot store U+0000: it must be a 400, not a database error.
+            // A request that cannot be read at all is refused whole.
+            let unreadable = [
+                "{not json", "[]", #"{"operations": 5}"#, #"{"operations":[],"zoneID":{"zoneName":""}}"#,
+                // PostgreSQL cannot store U+0000, so the parser refuses it anywhere in a body: never a database error.
                 #"{"operations":[{"operationType":"create","record":{"recordName":"nul","recordType":"V","fields":{"f":{"value":"a\u0000b"}}}}]}"#,
             ]
-            for body in bodies {
+            for body in unreadable {
                 let reply = try await server.call("records/modify", database: "private", as: server.alice, rawBody: body)
                 #expect(reply.status == 400, "\(body)")
                 #expect(reply.errorCode == "BAD_REQUEST", "\(body)")
                 #expect(reply.json["uuid"] != nil)
                 #expect(reply.json["reason"]?.stringValue?.isEmpty == false)
             }
+            // A malformed operation fails alone: the last one of each batch, after a good one that lands.
+            let operations = [
+                #"{"operationType":"create","record":{"recordName":"x","recordType":"V","fields":{"f":{"value":1,"type":"WHAT"}}}}"#,
+                #"{"operationType":"explode","record":{"recordName":"x"}}"#,
+                #"{"operationType":"create","record":{"recordName":"x","recordType":"V","fields":{"f":{"value":[]}}}}"#,
+                #"{"operationType":"create"}"#, "7",
+            ]
+            for (index, operation) in operations.enumerated() {
+                let body = #"{"operations":[{"operationType":"create","record":{"recordName":"ok\#(index)","recordType":"V"}},\#(operation)]}"#
+                let reply = try await server.call("records/modify", database: "private", as: server.alice, rawBody: body)
+                #expect(reply.status == 200, "\(body)")
+                #expect(reply.records.map { $0["serverErrorCode"]?.stringValue } == [nil, "BAD_REQUEST"], "\(body)")
+                #expect(reply.records.last?["reason"]?.stringValue?.isEmpty == false)
+            }
             let changes = try await server.call("changes/zone", ["zones": [["zoneID": ["zoneName": "_defaultZone"]]]], as: server.alice)
-            #expect(changes.json["zones"]?[0]?["records"] == [])
+            #expect(
+                changes.json["zones"]?[0]?["records"]?.arrayValue?.compactMap { $0["recordName"]?.stringValue }
+                    == operations.indices.map { "ok\($0)" })
         }
     }
 
@@ -118,8 +176,8 @@ import Testing
             #expect(tooMany.status == 400)
             #expect(tooMany.json["reason"]?.stringValue?.contains("at most 200") == true)
             let big = try await server.modify([Op.create("big", ["blob": .string(String(repeating: "x", count: 1_000_001))])])
-            #expect(big.status == 400)
-            #expect(big.json["reason"]?.stringValue?.contains("1000000 bytes per record") == true)
+            #expect(big.anyErrorCode == "BAD_REQUEST")
+            #expect(big.anyError?["reason"]?.stringValue?.contains("1000000 bytes per record") == true)
             let fine = try await server.modify((0..<200).map { Op.create("r\($0)") })
             #expect(fine.records.count == 200)
         }

@@ -71,6 +71,9 @@ struct TestServer: Sendable {
 
         var errorCode: String? { self.json["serverErrorCode"]?.stringValue }
         var records: [JSONValue] { self.json["records"]?.arrayValue ?? [] }
+        /// The request's error, else its first per-record one (a malformed operation fails alone, in a 200 answer).
+        var anyError: JSONValue? { self.errorCode != nil ? self.json : self.records.first { $0["serverErrorCode"] != nil } }
+        var anyErrorCode: String? { self.anyError?["serverErrorCode"]?.stringValue }
     }
 
     /// POSTs (or GETs when `body` is nil) to a database endpoint as `account` (nil: API token only), or signed
