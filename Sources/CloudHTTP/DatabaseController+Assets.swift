@@ -3,25 +3,32 @@ import Foundation
 
 /// `assets/upload` and `assets/rereference`; the bytes themselves go through `AssetController` (docs/ASSETS.md).
 extension DatabaseController {
-    /// `assets/upload`: an upload URL per token.
+    /// `assets/upload`: an upload URL per token; a token without a `fieldName` fails alone.
     @Sendable func requestUploads(_ call: DatabaseCall) async throws -> WireWriter {
-        guard let tokens = try call.body.objects("tokens"), !tokens.isEmpty else { throw CloudError.badRequest("tokens is required") }
+        let tokens = try call.body.entries("tokens") { token in
+            guard let fieldName = try token.string("fieldName") else { throw CloudError.badRequest("\(token.name("fieldName")) is required") }
+            return (recordName: try token.string("recordName") ?? UUID().uuidString, fieldName: fieldName)
+        }
+        guard let tokens, !tokens.isEmpty else { throw CloudError.badRequest("tokens is required") }
         guard tokens.count <= self.records.limits.maxOperations else {
             throw CloudError.badRequest("at most \(self.records.limits.maxOperations) tokens per request")
         }
         let owner = assetOwner(call.database)
         let lifetime = self.configuration.uploadURLLifetimeSeconds
         var writer = WireWriter()
-        try writer.object { writer in
-            try writer.list("tokens") { writer in
-                for token in tokens {
-                    guard let fieldName = try token.string("fieldName") else { throw CloudError.badRequest("\(token.name("fieldName")) is required") }
-                    let upload = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-                    let signature = self.capabilities.sign(.upload, owner: owner, validFor: lifetime, subject: upload)
-                    try writer.json.object { json in
-                        json.key("recordName"); json.string(try token.string("recordName") ?? UUID().uuidString)
-                        json.key("fieldName"); json.string(fieldName)
-                        json.key("url"); json.string("\(call.baseURL)/assets/upload/\(upload)?c=\(signature)")
+        writer.object { writer in
+            writer.list("tokens") { writer in
+                for (raw, token) in tokens {
+                    switch token {
+                    case .failure(let error):
+                        writer.itemError(error, key: "recordName", name: raw["recordName"]?.stringValue ?? "")
+                    case .success(let token):
+                        let upload = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+                        let signature = self.capabilities.sign(.upload, owner: owner, validFor: lifetime, subject: upload)
+                        writer.json.value([
+                            "recordName": .string(token.recordName), "fieldName": .string(token.fieldName),
+                            "url": .string("\(call.baseURL)/assets/upload/\(upload)?c=\(signature)"),
+                        ])
                     }
                 }
             }
@@ -31,24 +38,34 @@ extension DatabaseController {
 
     /// `assets/rereference`: fresh receipts for assets records already hold, to put them in other records.
     @Sendable func rereference(_ call: DatabaseCall) async throws -> WireWriter {
-        guard let entries = try call.body.objects("assets"), !entries.isEmpty else { throw CloudError.badRequest("assets is required") }
-        let wanted = try entries.map { entry -> (String, String) in
+        let entries = try call.body.entries("assets") { entry in
             guard let name = try entry.string("recordName"), let field = try entry.string("fieldName") else {
                 throw CloudError.badRequest("\(entry.path) needs recordName and fieldName")
             }
-            return (name, field)
+            return (name: name, field: field)
+        }
+        guard let entries, !entries.isEmpty else { throw CloudError.badRequest("assets is required") }
+        guard entries.count <= self.records.limits.maxOperations else {
+            throw CloudError.badRequest("at most \(self.records.limits.maxOperations) assets per request")
         }
         let zone = try self.zone(call.body, in: call)
-        let fields = Array(Set(wanted.map(\.1)))
-        let found = try await self.records.lookup(
-            wanted.map { ($0.0, fields) }, zoneName: zone, in: call.database, logger: call.logger)
+        let wanted = entries.compactMap { try? $0.entry.get() }
+        let fields = Array(Set(wanted.map(\.field)))
+        var found = try await self.records.lookup(
+            wanted.map { ($0.name, fields) }, zoneName: zone, in: call.database, logger: call.logger
+        ).makeIterator()
         let owner = assetOwner(call.database)
         let lifetime = self.configuration.receiptLifetimeSeconds
         var writer = WireWriter()
         try writer.object { writer in
             try writer.list("assets") { writer in
-                for ((name, field), record) in zip(wanted, found) {
-                    guard let record, let stored = try JSONValue.parse(Array(record.fieldsJSON.utf8))[field].flatMap(FieldValue.init(stored:)),
+                for (raw, entry) in entries {
+                    guard case .success(let (name, field)) = entry else {
+                        if case .failure(let error) = entry { writer.itemError(error, key: "recordName", name: raw["recordName"]?.stringValue ?? "") }
+                        continue
+                    }
+                    guard let record = found.next() ?? nil,
+                        let stored = try JSONValue.parse(Array(record.fieldsJSON.utf8))[field].flatMap(FieldValue.init(stored:)),
                         stored.type == .asset, let checksum = stored.value["fileChecksum"]?.stringValue, let size = stored.value["size"]?.int64Value
                     else {
                         writer.itemError(.notFound("record \(name) has no asset in \(field)"), key: "recordName", name: name)

@@ -19,12 +19,12 @@ extension DatabaseController {
     }
 
     @Sendable func zoneChanges(_ call: DatabaseCall) async throws -> WireWriter {
-        guard let entries = try call.body.objects("zones") else { throw CloudError.badRequest("zones is required") }
+        guard let entries = try call.body.array("zones") else { throw CloudError.badRequest("zones is required") }
         var pages: [(zone: String, page: Result<ZoneChanges, CloudError>)] = []
-        for entry in entries {
-            let (zoneName, _) = try entry.zoneName()
+        for (index, raw) in entries.enumerated() {
             do {
-                // Another owner's zone fails this entry only, exactly as a missing zone does.
+                // A malformed entry, or another owner's zone, fails this entry only, exactly as a missing zone does.
+                let entry = try WireObject(raw, path: "zones[\(index)]")
                 let zone = try self.zone(entry, in: call)
                 let changes = try await self.records.changes(
                     zoneName: zone, since: try entry.string("syncToken"),
@@ -35,7 +35,7 @@ extension DatabaseController {
                 self.recordsServed.increment(by: changes.records.count)
                 pages.append((zone, .success(changes)))
             } catch let error as CloudError where error.code != .tryAgainLater && error.code != .internalError {
-                pages.append((zoneName, .failure(error)))
+                pages.append((raw["zoneID"]?["zoneName"]?.stringValue ?? "", .failure(error)))
             }
         }
         let owner = call.database.ownerRecordName

@@ -4,12 +4,7 @@ import Hummingbird
 /// `records/modify`, `records/lookup` and `records/query`.
 extension DatabaseController {
     @Sendable func modify(_ call: DatabaseCall) async throws -> WireWriter {
-        guard let entries = try call.body.array("operations") else { throw CloudError.badRequest("operations is required") }
-        guard entries.count <= self.records.limits.maxOperations else {
-            throw CloudError.badRequest(
-                "a request may hold at most \(self.records.limits.maxOperations) operations; this one has \(entries.count): split it")
-        }
-        let (zone, parsed, entryKeys) = try self.operations(entries, in: call)
+        let (zone, parsed, entryKeys) = try self.operations(in: call)
         var operations = parsed
         self.checkReceipts(in: &operations, database: call.database)
         let stamp = ChangeStamp(timestamp: self.clock.now, userRecordName: call.caller.userRecordName, deviceID: call.deviceID)
@@ -40,31 +35,32 @@ extension DatabaseController {
     /// The batch's operations with their desired keys, and its one zone (the request's `zoneID`, else the records',
     /// all the same). An operation that cannot be read is kept as a refused one, so it fails alone as CloudKit answers
     /// a non-atomic batch; only a request-level problem (an unknown request zone) fails the whole request.
-    func operations(_ entries: [JSONValue], in call: DatabaseCall) throws -> (zone: String, operations: [RecordOperation], keys: [[String]?]) {
+    func operations(in call: DatabaseCall) throws -> (zone: String, operations: [RecordOperation], keys: [[String]?]) {
         var zoneName = try call.body["zoneID"] == nil ? nil : self.zone(call.body, in: call)
         let desiredKeys = try call.body.desiredKeys()
-        var operations: [RecordOperation] = []
-        var keys: [[String]?] = []
-        for (index, raw) in entries.enumerated() {
-            do {
-                let entry = try WireObject(raw, path: "operations[\(index)]")
-                let entryKeys = try entry.desiredKeys() ?? desiredKeys
-                if let record = try entry.object("record"), record["zoneID"] != nil {
-                    let recordZone = try self.zone(record, in: call)
-                    if let zoneName, zoneName != recordZone {
-                        throw CloudError.badRequest(
-                            "all operations of one request must be in one zone; \(record.name("zoneID")) names \(recordZone), not \(zoneName)")
-                    }
-                    zoneName = recordZone
+        let entries = try call.body.entries("operations") { entry in
+            if let record = try entry.object("record"), record["zoneID"] != nil {
+                let recordZone = try self.zone(record, in: call)
+                if let zoneName, zoneName != recordZone {
+                    throw CloudError.badRequest(
+                        "all operations of one request must be in one zone; \(record.name("zoneID")) names \(recordZone), not \(zoneName)")
                 }
-                operations.append(try RecordOperation(wire: entry))
-                keys.append(entryKeys)
-            } catch let error as CloudError {
-                operations.append(.refused(raw["record"]?["recordName"]?.stringValue ?? "", error))
-                keys.append(desiredKeys)
+                zoneName = recordZone
+            }
+            return (operation: try RecordOperation(wire: entry), keys: try entry.desiredKeys() ?? desiredKeys)
+        }
+        guard let entries else { throw CloudError.badRequest("operations is required") }
+        guard entries.count <= self.records.limits.maxOperations else {
+            throw CloudError.badRequest(
+                "a request may hold at most \(self.records.limits.maxOperations) operations; this one has \(entries.count): split it")
+        }
+        let operations = entries.map { raw, entry in
+            switch entry {
+            case .success(let parsed): parsed.operation
+            case .failure(let error): RecordOperation.refused(raw["record"]?["recordName"]?.stringValue ?? "", error)
             }
         }
-        return (zoneName ?? defaultZoneName, operations, keys)
+        return (zoneName ?? defaultZoneName, operations, entries.map { (try? $0.entry.get().keys) ?? desiredKeys })
     }
 
     /// The `records/modify` answer: each operation's saved record, tombstone or error, in request order.
@@ -92,29 +88,24 @@ extension DatabaseController {
     }
 
     @Sendable func lookup(_ call: DatabaseCall) async throws -> WireWriter {
-        guard let entries = try call.body.array("records") else { throw CloudError.badRequest("records is required") }
-        guard entries.count <= self.records.limits.maxOperations else {
-            throw CloudError.badRequest("a lookup may name at most \(self.records.limits.maxOperations) records")
-        }
         let zone = try self.zone(call.body, in: call)
         let desiredKeys = try call.body.desiredKeys()
         // Each entry's own `desiredKeys` overrides the request's (Apple documents both); a malformed entry fails alone.
-        let wanted = entries.enumerated().map { index, raw -> Result<(name: String, desiredKeys: [String]?), CloudError> in
-            do {
-                let entry = try WireObject(raw, path: "records[\(index)]")
-                guard let name = try entry.string("recordName") else { throw CloudError.badRequest("\(entry.name("recordName")) is required") }
-                return .success((name, try entry.desiredKeys() ?? desiredKeys))
-            } catch {
-                return .failure(error as? CloudError ?? .badRequest("records[\(index)] is malformed"))
-            }
+        let entries = try call.body.entries("records") { entry in
+            guard let name = try entry.string("recordName") else { throw CloudError.badRequest("\(entry.name("recordName")) is required") }
+            return (name: name, desiredKeys: try entry.desiredKeys() ?? desiredKeys)
+        }
+        guard let entries else { throw CloudError.badRequest("records is required") }
+        guard entries.count <= self.records.limits.maxOperations else {
+            throw CloudError.badRequest("a lookup may name at most \(self.records.limits.maxOperations) records")
         }
         var found = try await self.records.lookup(
-            wanted.compactMap { try? $0.get() }, zoneName: zone, in: call.database, logger: call.logger
+            entries.compactMap { try? $0.entry.get() }, zoneName: zone, in: call.database, logger: call.logger
         ).makeIterator()
         var writer = try self.writer(call)
         writer.object { writer in
             writer.list("records") { writer in
-                for (raw, entry) in zip(entries, wanted) {
+                for (raw, entry) in entries {
                     switch entry {
                     case .failure(let error):
                         writer.itemError(error, key: "recordName", name: raw["recordName"]?.stringValue ?? "")

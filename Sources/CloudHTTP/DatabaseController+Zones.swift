@@ -14,20 +14,28 @@ extension DatabaseController {
     }
 
     @Sendable func lookupZones(_ call: DatabaseCall) async throws -> WireWriter {
-        guard let entries = try call.body.array("zones") else { throw CloudError.badRequest("zones is required") }
-        let names = try entries.enumerated().map { index, entry in
-            try self.zone(WireObject(.object(["zoneID": entry]), path: "zones[\(index)]"), in: call)
+        // Entries are zone IDs themselves; a malformed one fails alone.
+        let entries = try call.body.entries("zones") { zoneID in
+            try self.zone(WireObject(.object(["zoneID": .object(zoneID.values)]), path: zoneID.path), in: call)
         }
-        let zones = try await self.records.lookupZones(names, in: call.database, logger: call.logger)
+        guard let entries else { throw CloudError.badRequest("zones is required") }
+        let names = entries.compactMap { try? $0.entry.get() }
+        var zones = try await self.records.lookupZones(names, in: call.database, logger: call.logger).makeIterator()
         let owner = call.database.ownerRecordName
         var writer = WireWriter()
         writer.object { writer in
             writer.list("zones") { writer in
-                for (name, zone) in zip(names, zones) {
-                    if let zone {
-                        writer.zone(zone, owner: owner)
-                    } else {
-                        writer.itemError(CloudError(.zoneNotFound, "zone \(name) does not exist"), key: "zoneID", name: name, zone: (name, owner))
+                for (raw, entry) in entries {
+                    switch entry {
+                    case .failure(let error):
+                        let name = raw["zoneName"]?.stringValue ?? ""
+                        writer.itemError(error, key: "zoneID", name: name, zone: (name, owner))
+                    case .success(let name):
+                        if let zone = zones.next() ?? nil {
+                            writer.zone(zone, owner: owner)
+                        } else {
+                            writer.itemError(CloudError(.zoneNotFound, "zone \(name) does not exist"), key: "zoneID", name: name, zone: (name, owner))
+                        }
                     }
                 }
             }
@@ -36,8 +44,7 @@ extension DatabaseController {
     }
 
     @Sendable func modifyZones(_ call: DatabaseCall) async throws -> WireWriter {
-        guard let entries = try call.body.objects("operations") else { throw CloudError.badRequest("operations is required") }
-        let operations = try entries.map { entry -> ZoneOperation in
+        let entries = try call.body.entries("operations") { entry -> ZoneOperation in
             guard let zone = try entry.object("zone") else { throw CloudError.badRequest("\(entry.name("zone")) is required") }
             let name = try self.zone(zone, in: call)
             switch try entry.string("operationType") {
@@ -46,12 +53,24 @@ extension DatabaseController {
             default: throw CloudError.badRequest("\(entry.name("operationType")) must be create or delete")
             }
         }
-        let outcomes = try await self.records.modifyZones(operations, in: call.database, logger: call.logger)
+        guard let entries else { throw CloudError.badRequest("operations is required") }
+        guard entries.count <= self.records.limits.maxOperations else {
+            throw CloudError.badRequest("a request may hold at most \(self.records.limits.maxOperations) operations")
+        }
+        // A malformed operation fails alone; the others run in request order.
+        var done = try await self.records.modifyZones(
+            entries.compactMap { try? $0.entry.get() }, in: call.database, logger: call.logger
+        ).makeIterator()
         let owner = call.database.ownerRecordName
         var writer = WireWriter()
         writer.object { writer in
             writer.list("zones") { writer in
-                for outcome in outcomes {
+                for (raw, entry) in entries {
+                    guard case .success = entry, let outcome = done.next() else {
+                        let name = raw["zone"]?["zoneID"]?["zoneName"]?.stringValue ?? ""
+                        if case .failure(let error) = entry { writer.itemError(error, key: "zoneID", name: name, zone: (name, owner)) }
+                        continue
+                    }
                     switch outcome {
                     case .created(let zone): writer.zone(zone, owner: owner)
                     case .deleted(let name): writer.deleted("zoneID", name: name, owner: owner)

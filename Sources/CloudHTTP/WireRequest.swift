@@ -58,6 +58,18 @@ struct WireObject {
         try self.array(key)?.enumerated().map { try WireObject($1, path: "\(self.name(key))[\($0)]") }
     }
 
+    /// Each entry of the list `key`, read by `read`; an entry that cannot be read keeps its refusal, so that it fails
+    /// alone as a per-item error (CloudKit's rule: only a request that cannot be read at all is refused whole).
+    func entries<T>(_ key: String, read: (WireObject) throws -> T) throws -> [(raw: JSONValue, entry: Result<T, CloudError>)]? {
+        try self.array(key)?.enumerated().map { index, raw in
+            do {
+                return (raw, .success(try read(WireObject(raw, path: "\(self.name(key))[\(index)]"))))
+            } catch {
+                return (raw, .failure(error as? CloudError ?? .badRequest("\(self.name(key))[\(index)] cannot be read")))
+            }
+        }
+    }
+
     func strings(_ key: String) throws -> [String]? {
         try self.array(key)?.map { item in
             guard let text = item.stringValue else { throw CloudError.badRequest("\(self.name(key)) must be a list of strings") }
