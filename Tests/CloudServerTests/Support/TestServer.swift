@@ -81,10 +81,10 @@ struct TestServer: Sendable {
     @discardableResult
     func call(
         _ path: String, _ body: JSONValue? = nil, database: String = "private", as account: TestAccount? = nil,
-        apiToken: String? = nil, rawBody: String? = nil, signed: Bool = false
+        apiToken: String? = nil, rawBody: String? = nil, signed: Bool = false, contentType: String = "text/plain"
     ) async throws -> Reply {
         let bytes = rawBody ?? body.map(JSONWriter.encode)
-        var headers: HTTPFields = [.contentType: "text/plain"]
+        var headers: HTTPFields = [.contentType: contentType]
         var uri = "\(Self.base)/\(database)/\(path)"
         if signed {
             for (name, value) in Self.signatureHeaders(key: self.serverKey, keyID: self.serverKeyID, body: Array((bytes ?? "").utf8), path: uri) {
