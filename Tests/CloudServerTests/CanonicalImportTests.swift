@@ -86,13 +86,13 @@ import Testing
             let records = server.dependencies.records
             try await records.applySchema(try CanonicalFixtures.schema.get(), logger: TestDatabase.logger)
             let unknownType = try await server.modify([Op.create("x", type: "Nope")])
-            #expect(unknownType.errorCode == "BAD_REQUEST")
+            #expect(unknownType.anyErrorCode == "BAD_REQUEST")
             let unknownField = try await server.modify([Op.create("v", type: "StadiumVisit", ["mood": "happy"])])
-            #expect(unknownField.json["reason"]?.stringValue?.contains("mood") == true)
+            #expect(unknownField.anyError?["reason"]?.stringValue?.contains("mood") == true)
             let wrongType = try await server.modify([Op.create("v", type: "StadiumVisit", ["notes": 5])])
-            #expect(wrongType.errorCode == "BAD_REQUEST")
+            #expect(wrongType.anyErrorCode == "BAD_REQUEST")
             let publicTypeInPrivate = try await server.modify([Op.create("s", type: "Stadium")])
-            #expect(publicTypeInPrivate.errorCode == "BAD_REQUEST")
+            #expect(publicTypeInPrivate.anyErrorCode == "BAD_REQUEST")
             // MistKit sends no types: the schema supplies them.
             let typed = try await server.modify([
                 Op.create("v", type: "StadiumVisit", ["visitDate": 1_700_000_000_000, "stadium": ["recordName": "stadium_mlb_oracle_park"]])
