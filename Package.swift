@@ -71,12 +71,15 @@ let package = Package(
             ],
             resources: [.copy("Resources/openapi.yaml")]
         ),
+        /// Sports rules the server and the devices share, pure and without I/O: achievements.
+        .target(name: "SportsDomain", dependencies: ["CloudCore"]),
         /// The sports layer: the SportsTime dataset, canonical import with the merge, identity and proximity.
         .target(
             name: "Canon",
             dependencies: [
                 "CloudCore",
                 "CloudPostgres",
+                "SportsDomain",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -105,7 +108,7 @@ let package = Package(
         /// The SportsTime client SDK: visits, photos and stadium preferences on top of CloudSync.
         .target(
             name: "StadiumCloudClient",
-            dependencies: ["CloudCore", "CloudSync", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["CloudCore", "CloudSync", "SportsDomain", .product(name: "Crypto", package: "swift-crypto")]
         ),
         /// The device CLI: sign in, sync, visits, photos.
         .executableTarget(
@@ -135,7 +138,7 @@ let package = Package(
             path: "bench/Client"
         ),
         .testTarget(name: "CloudCoreTests", dependencies: ["CloudCore"]),
-        .testTarget(name: "CanonTests", dependencies: ["Canon", "CloudCore"]),
+        .testTarget(name: "CanonTests", dependencies: ["Canon", "CloudCore", "SportsDomain"]),
         .testTarget(name: "CloudAssetsTests", dependencies: ["CloudAssets", "CloudCore"]),
         /// The device's sync loop offline, through the `HTTPTransport` seam: no server, no PostgreSQL.
         .testTarget(name: "CloudSyncTests", dependencies: ["CloudCore", "CloudSync"]),

@@ -22,6 +22,12 @@ public struct CanonicalDataset: Sendable {
     public struct StadiumAlias: Codable, Sendable { public var id, stadiumId, name: String; public var validFrom, validUntil: String? }
     public struct TeamAlias: Codable, Sendable { public var id, teamId, name: String; public var city, validFrom, validUntil: String? }
     public struct TeamVenue: Codable, Sendable { public var id, teamId, stadiumId: String; public var validFrom, validUntil: String? }
+    /// An achievement definition (`achievements.json`, built by `scripts/dataset/achievements.py`).
+    public struct AchievementDefinition: Codable, Sendable {
+        public var id, name, description, requirement: String
+        public var count: Int?
+        public var leagueId, conferenceId, divisionId: String?
+    }
     /// One game of a league-season file in `games/` (format: Resources/DATASET.md, "Games").
     public struct Game: Codable, Sendable {
         public var id, leagueId, seasonLabel, gameType, startTime, localDate, homeTeamId, awayTeamId, stadiumId, status, source: String
@@ -39,6 +45,7 @@ public struct CanonicalDataset: Sendable {
     public var stadiumAliases: [StadiumAlias]
     public var teamAliases: [TeamAlias]
     public var teamVenues: [TeamVenue]
+    public var achievements: [AchievementDefinition] = []
     /// Games by league-season file name (`mlb_2025`), each file a public zone of its own (`games_mlb_2025`).
     public var games: [String: [Game]] = [:]
 
@@ -58,6 +65,7 @@ public struct CanonicalDataset: Sendable {
             leagues: try read("leagues.json"), conferences: try read("conferences.json"), divisions: try read("divisions.json"),
             stadiums: try read("stadiums.json"), teams: try read("teams.json"), stadiumAliases: try read("stadium_aliases.json"),
             teamAliases: try read("team_aliases.json"), teamVenues: try read("team_venues.json"))
+        dataset.achievements = try read("achievements.json")
         let files = (try? FileManager.default.contentsOfDirectory(atPath: directory + "/games")) ?? []
         for file in files.sorted() where file.hasSuffix(".json") {
             let season = String(file.dropLast(5))

@@ -1,5 +1,6 @@
 import CloudCore
 import Crypto
+import SportsDomain
 import Foundation
 
 /// Canonical ids and the UUIDs derived from them.
@@ -93,6 +94,20 @@ extension CanonicalDataset {
                 [
                     "team": .reference(tenancy.teamId), "stadium": .reference(tenancy.stadiumId),
                     "validFrom": try tenancy.validFrom.map(FieldValue.date), "validUntil": try tenancy.validUntil.map(FieldValue.date),
+                ])
+        }
+        for achievement in self.achievements {
+            guard AchievementEngine.Requirement(achievement.requirement, count: achievement.count) != nil else {
+                throw CanonError(
+                    "achievement \(achievement.id): requirement \(achievement.requirement) needs to be allVenues or venueCount with a count")
+            }
+            try add(
+                achievement.id, "AchievementDefinition",
+                [
+                    "name": .string(achievement.name), "description": .string(achievement.description),
+                    "requirement": .string(achievement.requirement), "count": achievement.count.map(FieldValue.int),
+                    "league": achievement.leagueId.map(FieldValue.reference), "conference": achievement.conferenceId.map(FieldValue.reference),
+                    "division": achievement.divisionId.map(FieldValue.reference),
                 ])
         }
         var seen = Set<String>()

@@ -533,6 +533,8 @@ def main():
 
 if __name__ == "__main__":
     main()
-    import games  # after the files above are written: games map onto their venues, teams and tenancies
+    import achievements  # after the files above are written: definitions follow the league structure
+    import games  # games map onto their venues, teams and tenancies
 
+    achievements.main()
     games.main()

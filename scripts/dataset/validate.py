@@ -363,6 +363,7 @@ def main():
     cpa = stadiums.get("stadium_nhl_climate_pledge_arena", {}).get("capacityBySport", {})
     expect(set(cpa) == {"basketball", "ice_hockey"}, "Climate Pledge Arena capacityBySport basketball + ice_hockey, got %r" % cpa)
 
+    check_achievements(leagues, confs, divs)
     game_summary = check_games(stadiums, teams, d["team_venues"])
 
     # ---- report
@@ -408,6 +409,25 @@ GAME_TYPES = {"regular", "playoff", "playin", "cup", "allstar"}
 GAME_STATUSES = {"scheduled", "final", "postponed", "cancelled"}
 SPLIT_SEASON = {"nba", "nhl"}  # seasonLabel "2025-26"
 MIN_GAP = dt.timedelta(hours=2, minutes=30)  # two games of one team closer than this = a double booking
+
+
+def check_achievements(leagues, confs, divs):
+    """Every definition has a canonical id, a known requirement and a scope that exists and nests."""
+    for a in load("achievements"):
+        where = "achievements.json %s" % a.get("id")
+        if not re.fullmatch(r"achievement(_[a-z0-9]+)+", a.get("id") or ""):
+            err("%s: bad id" % where)
+        if a.get("requirement") not in ("allVenues", "venueCount"):
+            err("%s: requirement must be allVenues or venueCount" % where)
+        if a.get("requirement") == "venueCount" and not (isinstance(a.get("count"), int) and a["count"] > 0):
+            err("%s: venueCount needs a positive count" % where)
+        if a.get("requirement") == "allVenues" and not a.get("leagueId"):
+            err("%s: allVenues needs a league scope" % where)
+        for key, known in (("leagueId", leagues), ("conferenceId", confs), ("divisionId", divs)):
+            if a.get(key) is not None and a[key] not in known:
+                err("%s: unknown %s %s" % (where, key, a[key]))
+        if a.get("divisionId") in divs and divs[a["divisionId"]]["leagueId"] != a.get("leagueId"):
+            err("%s: division %s is not in league %s" % (where, a["divisionId"], a.get("leagueId")))
 
 
 def check_games(stadiums, teams, team_venues):
