@@ -147,11 +147,12 @@ public struct AchievementEngine: Sendable {
 extension AchievementEngine {
     /// The edits that make a person's `Achievement` records say what `earned` says: one record per definition, named
     /// by its id, so two devices that compute the same badge write the same record and converge. A badge no longer
-    /// earned gets `revokedAt` (kept, so the revocation syncs); earned again, it loses it.
+    /// earned gets `revokedAt` (kept, so the revocation syncs); earned again, it loses it. A record of a definition
+    /// this engine does not know (retired, or not synced yet) is left as it is.
     /// - Parameters:
     ///   - existing: the person's `Achievement` records by name.
     ///   - now: the time a revocation is stamped with.
-    public static func edits(earned: [Earned], existing: [String: Record], now: Int64) -> [(recordName: String, fields: [String: FieldValue?])] {
+    public func edits(earned: [Earned], existing: [String: Record], now: Int64) -> [(recordName: String, fields: [String: FieldValue?])] {
         var edits: [(recordName: String, fields: [String: FieldValue?])] = []
         var earnedNames = Set<String>()
         for badge in earned {
@@ -167,7 +168,9 @@ extension AchievementEngine {
             let same = fields.allSatisfy { name, value in current?.fields[name] == value }
             if !same { edits.append((badge.achievement, fields)) }
         }
-        for (name, record) in existing.sorted(by: { $0.key < $1.key }) where !earnedNames.contains(name) && record.fields["revokedAt"] == nil {
+        let known = Set(self.definitions.map(\.id))
+        for (name, record) in existing.sorted(by: { $0.key < $1.key })
+        where known.contains(name) && !earnedNames.contains(name) && record.fields["revokedAt"] == nil && record.fields["earnedAt"] != nil {
             edits.append((name, ["revokedAt": FieldValue(type: .timestamp, value: .int(now))]))
         }
         return edits

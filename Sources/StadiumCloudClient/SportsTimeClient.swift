@@ -17,6 +17,9 @@ public struct Visit: Sendable, Equatable {
     public var notes: String?
     /// Whether the server has this version yet.
     public var isSynced: Bool
+    /// Game, score, seat and provenance (`VisitDetails`), and which of them the person corrected.
+    public var details = VisitDetails()
+    public var correctedFields: Set<String> = []
 }
 
 /// A canonical venue with the person's own fields for it.
@@ -103,10 +106,22 @@ public final class StadiumCloudClient: Sendable {
 
     public var isSignedIn: Bool { (try? self.store.webAuthToken()) != nil }
 
-    /// Fetches canonical and private changes, then sends queued edits.
+    /// Fetches canonical and private changes, then sends queued edits. After fetching, visits logged before the canonical data arrived get their venue names, and achievements are
+    /// recomputed; what that changes is sent in a second round.
     @discardableResult
     public func sync(progress: @escaping @Sendable (SyncProgress) -> Void = { _ in }) async throws -> SyncReport {
-        try await self.engine.sync(progress: progress)
+        var report = try await self.engine.sync(progress: progress)
+        let filled = try self.fillVisitNames()
+        let changed = try self.updateAchievements()
+        if filled > 0 || !changed.isEmpty {
+            let second = try await self.engine.sync(progress: progress)
+            report.fetched += second.fetched
+            report.sent += second.sent
+            report.merged += second.merged
+            report.waiting = second.waiting
+            report.refused = second.refused
+        }
+        return report
     }
 
     // MARK: venues
@@ -175,9 +190,11 @@ public final class StadiumCloudClient: Sendable {
 
     // MARK: visits
 
-    /// Queues a new visit; `sync()` sends it.
+    /// Queues a new visit; `sync()` sends it. `details` are the person's own (see `setDetails`).
     @discardableResult
-    public func addVisit(stadiumID: String, date: Int64, type: String = "game", notes: String? = nil) throws -> Visit {
+    public func addVisit(stadiumID: String, date: Int64, type: String = "game", notes: String? = nil, details: VisitDetails = VisitDetails())
+        throws -> Visit
+    {
         guard ["game", "tour", "other"].contains(type) else {
             throw SyncError(code: "BAD_REQUEST", reason: "a visit type is game, tour or other, not \(type)", status: 0)
         }
@@ -187,12 +204,60 @@ public final class StadiumCloudClient: Sendable {
             "visitDate": FieldValue(type: .timestamp, value: .int(date)),
             "visitType": FieldValue(type: .string, value: .string(type)),
         ]
-        if stadium != nil, let name = try self.stadiumName(stadiumID, on: date) {
+        if stadium != nil, let name = try self.stadiumNameAtVisit(stadiumID, date) {
             fields["stadiumNameAtVisit"] = FieldValue(type: .string, value: .string(name))
         }
         if let notes { fields["notes"] = FieldValue(type: .string, value: .string(notes)) }
+        fields.merge(details.fields) { _, new in new }
         let record = try self.store.save("visit_" + UUID().uuidString.lowercased(), type: "StadiumVisit", fields: fields)
+        try self.updateAchievements()
         return Self.visit(from: record, synced: false)
+    }
+
+    /// Sets a visit's details (nil values are left as they are). Fields the person sets are remembered in
+    /// `correctedFields`, and an `.automatic` fill (trip planner, photo import, score lookup) never overwrites them:
+    /// the seed's "preserve the original".
+    public func setDetails(_ details: VisitDetails, forVisit recordName: String, by author: VisitDetails.Author = .person) throws {
+        guard let visit = try self.store.record(recordName, scope: .private), visit.recordType == "StadiumVisit" else {
+            throw SyncError(code: ServerErrorCode.notFound.rawValue, reason: "no visit \(recordName) on this device", status: 0)
+        }
+        let corrected = Set(visit.fields["correctedFields"]?.value.arrayValue?.compactMap(\.stringValue) ?? [])
+        var fields: [String: FieldValue?] = details.fields
+        switch author {
+        case .automatic:
+            fields = fields.filter { !corrected.contains($0.key) }
+        case .person:
+            let all = corrected.union(fields.keys).sorted()
+            fields["correctedFields"] = FieldValue(type: .stringList, value: .array(all.map(JSONValue.string)))
+        }
+        guard !fields.isEmpty else { return }
+        try self.store.save(recordName, type: "StadiumVisit", fields: fields)
+        try self.updateAchievements()
+    }
+
+    /// The venue's name on the visit's day at the venue (its local date, as alias dates are).
+    func stadiumNameAtVisit(_ stadiumID: String, _ date: Int64) throws -> String? {
+        let zone = try self.store.record(stadiumID, scope: .public)?.fields["timeZone"]?.value.stringValue.flatMap(TimeZone.init(identifier:))
+        let offset = Int64(zone?.secondsFromGMT(for: Date(timeIntervalSince1970: Double(date) / 1000)) ?? 0) * 1000
+        let local = date + offset
+        let day = (local >= 0 ? local / 86_400_000 : (local - 86_399_999) / 86_400_000) * 86_400_000
+        return try self.stadiumName(stadiumID, on: day)
+    }
+
+    /// Fills `stadiumNameAtVisit` of visits logged before the canonical data arrived, once it has.
+    /// - Returns: how many visits it filled.
+    @discardableResult
+    func fillVisitNames() throws -> Int {
+        var filled = 0
+        for visit in try self.store.records(ofType: "StadiumVisit", scope: .private) where visit.fields["stadiumNameAtVisit"] == nil {
+            guard let stadium = visit.reference("stadium"), let date = visit.fields["visitDate"]?.value.int64Value,
+                let name = try self.stadiumNameAtVisit(stadium, date)
+            else { continue }
+            try self.store.save(
+                visit.recordName, type: "StadiumVisit", fields: ["stadiumNameAtVisit": FieldValue(type: .string, value: .string(name))])
+            filled += 1
+        }
+        return filled
     }
 
     /// Changes a visit's notes (nil clears them).
@@ -203,7 +268,11 @@ public final class StadiumCloudClient: Sendable {
         try self.store.save(recordName, type: "StadiumVisit", fields: ["notes": notes.map { FieldValue(type: .string, value: .string($0)) }])
     }
 
-    public func deleteVisit(_ recordName: String) throws { try self.store.delete(recordName) }
+    /// Deletes a visit; achievements it earned are revoked if no other visit earns them.
+    public func deleteVisit(_ recordName: String) throws {
+        try self.store.delete(recordName)
+        try self.updateAchievements()
+    }
 
     /// The account's visits on this device, newest first.
     public func visits() throws -> [Visit] {
@@ -216,7 +285,8 @@ public final class StadiumCloudClient: Sendable {
             recordName: record.recordName, stadiumID: record.reference("stadium") ?? "",
             stadiumNameAtVisit: record.fields["stadiumNameAtVisit"]?.value.stringValue,
             visitDate: record.fields["visitDate"]?.value.int64Value ?? 0, visitType: record.fields["visitType"]?.value.stringValue ?? "other",
-            notes: record.fields["notes"]?.value.stringValue, isSynced: synced)
+            notes: record.fields["notes"]?.value.stringValue, isSynced: synced, details: VisitDetails(record.fields),
+            correctedFields: Set(record.fields["correctedFields"]?.value.arrayValue?.compactMap(\.stringValue) ?? []))
     }
 
     // MARK: photos

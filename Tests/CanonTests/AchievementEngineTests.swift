@@ -59,16 +59,16 @@ import Testing
         let earned = engine.evaluate(visits)
         let stamp = ChangeStamp(timestamp: 0, userRecordName: "_me", deviceID: "phone")
         var existing: [String: Record] = [:]
-        for edit in AchievementEngine.edits(earned: earned, existing: [:], now: 9) {
+        for edit in engine.edits(earned: earned, existing: [:], now: 9) {
             existing[edit.recordName] = Record(
                 recordName: edit.recordName, recordType: "Achievement", changeSeq: 1, fields: edit.fields.compactMapValues { $0 }, created: stamp,
                 modified: stamp)
         }
         #expect(existing["achievement_mlb_al_east_all_venues"]?.fields["achievementId"]?.value == "achievement_mlb_al_east_all_venues")
-        #expect(AchievementEngine.edits(earned: earned, existing: existing, now: 9).isEmpty, "nothing changed, nothing to write")
+        #expect(engine.edits(earned: earned, existing: existing, now: 9).isEmpty, "nothing changed, nothing to write")
 
         visits.removeAll { $0.recordName == "v4" }
-        let edits = AchievementEngine.edits(earned: engine.evaluate(visits), existing: existing, now: 42)
+        let edits = engine.edits(earned: engine.evaluate(visits), existing: existing, now: 42)
         #expect(edits.map(\.recordName).sorted() == ["achievement_mlb_5_venues", "achievement_mlb_al_east_all_venues"])
         #expect(edits.allSatisfy { $0.fields["revokedAt"] == FieldValue(type: .timestamp, value: .int(42)) })
 
