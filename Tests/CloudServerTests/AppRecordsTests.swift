@@ -87,3 +87,47 @@ import Testing
         }
     }
 }
+
+extension AppRecordsTests {
+    /// The app's new fields, deployed as an additive change to a database that already holds visits written under the
+    /// previous schema: old records stay as they were, new fields are accepted and typed, and a field removed is refused.
+    @Test func theAppFieldsDeployAdditivelyOnAPopulatedDatabase() async throws {
+        try await TestServer.run { server in
+            let records = server.dependencies.records
+            let current = try CanonicalFixtures.schema.get()
+            var previous = current
+            let added = [
+                "StadiumVisit": [
+                    "sport", "game", "homeTeamName", "awayTeamName", "source", "scoreSource", "scoreResolutionPending", "manualGameDescription",
+                    "correctedFields",
+                ],
+                "VisitPhoto": ["thumbnail", "orderIndex"],
+            ]
+            for (type, fields) in added { for field in fields { previous.recordTypes[type]?.fields[field] = nil } }
+            previous.recordTypes["AchievementDefinition"] = nil
+            try await records.applySchema(previous, logger: TestDatabase.logger)
+            let old = try await server.modify(
+                (0..<50).map { Op.create("visit_\($0)", type: "StadiumVisit", ["notes": .string("before \($0)")]) })
+            #expect(old.records.allSatisfy { $0["serverErrorCode"] == nil })
+            let early = try await server.modify([Op.create("too_early", type: "StadiumVisit", ["sport": "baseball"])])
+            #expect(early.anyErrorCode == "BAD_REQUEST", "not deployed yet")
+
+            let changes = try await records.applySchema(current, logger: TestDatabase.logger)
+            #expect(changes.destructive.isEmpty)
+            #expect(changes.additive.contains("field StadiumVisit.sport") && changes.additive.contains("record type AchievementDefinition"))
+            let lookup = try await server.call("records/lookup", ["records": [["recordName": "visit_7"]]], as: server.alice)
+            #expect(lookup.records.first?["fields"] == ["notes": ["type": "STRING", "value": "before 7"]], "an old record is untouched")
+            let tag = try #require(lookup.records.first?["recordChangeTag"]?.stringValue)
+            let updated = try await server.modify([
+                Op.typed(
+                    "update", "visit_7", tag: tag,
+                    fields: ["sport": ["value": "baseball"], "correctedFields": ["value": ["homeScore"]], "scoreResolutionPending": ["value": 1]])
+            ])
+            #expect(updated.records.first?["fields"]?["correctedFields"]?["type"] == "STRING_LIST", "\(updated.json)")
+            #expect(updated.records.first?["fields"]?["notes"]?["value"] == "before 7")
+
+            // Taking a field away again is destructive: refused, with the reason.
+            await #expect(throws: CloudError.self) { try await records.applySchema(previous, logger: TestDatabase.logger) }
+        }
+    }
+}
