@@ -12,9 +12,11 @@ public struct CanonicalCatalog: Sendable {
     private let leagueIDs: [String: String]
     /// Venue id → its time zone.
     private let timeZones: [String: TimeZone]
+    /// The ids of the live achievement definitions.
+    public let achievements: Set<String>
 
     /// The record types the catalog is built from.
-    public static let recordTypes = ["League", "Stadium", "Team", "StadiumAlias", "TeamAlias", "Game"]
+    public static let recordTypes = ["League", "Stadium", "Team", "StadiumAlias", "TeamAlias", "Game", "AchievementDefinition"]
 
     public init(records: [Record]) {
         self.directory = CanonicalDirectory(records: records)
@@ -23,6 +25,7 @@ public struct CanonicalCatalog: Sendable {
         var leagueIDs: [String: String] = [:]
         var zones: [String: TimeZone] = [:]
         var known: [String: TimeZone] = [:]
+        var achievements = Set<String>()
         for record in records where !record.deleted {
             switch record.recordType {
             case "League":
@@ -34,10 +37,12 @@ public struct CanonicalCatalog: Sendable {
                     known[name] = zone
                     zones[record.recordName] = zone
                 }
+            case "AchievementDefinition" where record.fields["deprecatedAt"] == nil:
+                achievements.insert(record.recordName)
             default: break
             }
         }
-        (self.sports, self.leagueIDs, self.timeZones) = (sports, leagueIDs, zones)
+        (self.sports, self.leagueIDs, self.timeZones, self.achievements) = (sports, leagueIDs, zones, achievements)
     }
 
     /// The league id for `mlb`, `MLB` or `league_mlb`; nil when there is no such league.

@@ -12,6 +12,9 @@ public final class CanonicalEndpoints: Sendable {
 
     public init(records: RecordStore) { self.records = records }
 
+    /// The endpoints, and the checks on visits and achievements written to private databases.
+    public var extensions: ServerExtensions { ServerExtensions(endpoints: self.endpoints, writeRules: self) }
+
     public var endpoints: [ExtensionEndpoint] {
         [
             ExtensionEndpoint(path: "canonical/resolve") { body, database, logger in try await self.resolve(body, database, logger) },

@@ -39,6 +39,7 @@ public struct GameIndex: Sendable {
     private let byDate: [CivilDate: [Int]]
     private let byTeam: [String: [Int]]
     private let byVenue: [String: [Int]]
+    private let byID: [String: Int]
     /// First and last local day of each league-season (`league_mlb|2025`).
     private let seasonSpans: [String: ClosedRange<CivilDate>]
 
@@ -49,7 +50,9 @@ public struct GameIndex: Sendable {
         var byTeam: [String: [Int]] = [:]
         var byVenue: [String: [Int]] = [:]
         var spans: [String: ClosedRange<CivilDate>] = [:]
+        var byID: [String: Int] = [:]
         for (index, game) in self.games.enumerated() {
+            byID[game.id] = index
             byDate[game.localDate, default: []].append(index)
             byTeam[game.homeTeam, default: []].append(index)
             byTeam[game.awayTeam, default: []].append(index)
@@ -58,8 +61,11 @@ public struct GameIndex: Sendable {
             let span = spans[key]
             spans[key] = min(span?.lowerBound ?? game.localDate, game.localDate)...max(span?.upperBound ?? game.localDate, game.localDate)
         }
-        (self.byDate, self.byTeam, self.byVenue, self.seasonSpans) = (byDate, byTeam, byVenue, spans)
+        (self.byDate, self.byTeam, self.byVenue, self.seasonSpans, self.byID) = (byDate, byTeam, byVenue, spans, byID)
     }
+
+    /// The live game with this canonical id.
+    public func game(_ id: String) -> Game? { self.byID[id].map { self.games[$0] } }
 
     static func game(from record: Record) -> Game? {
         let fields = record.fields

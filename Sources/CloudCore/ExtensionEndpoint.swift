@@ -1,5 +1,28 @@
 import Logging
 
+/// What a layer above the engine adds to the server: read-only extension endpoints, and rules for writes.
+public struct ServerExtensions: Sendable {
+    public var endpoints: [ExtensionEndpoint]
+    public var writeRules: (any WriteRules)?
+
+    public init(endpoints: [ExtensionEndpoint] = [], writeRules: (any WriteRules)? = nil) {
+        self.endpoints = endpoints
+        self.writeRules = writeRules
+    }
+}
+
+/// Checks a layer above the engine makes on records a write would save (the sports layer checks visits against the
+/// canonical data): a refused record fails alone with its error, as any per-record failure does.
+public protocol WriteRules: Sendable {
+    /// The record types the rules look at; a batch with none of them (and no untyped update) is not checked.
+    var recordTypes: Set<String> { get }
+    /// The check for records saved into `database` of `container`/`environment`, prepared before the write begins
+    /// (it may read other databases, such as the public one); nil when nothing applies there.
+    func check(writesTo database: DatabaseRef, container: String, environment: String, logger: Logger) async throws -> (
+        @Sendable (Record) -> CloudError?
+    )?
+}
+
 /// An extension endpoint under `/database/1/{container}/{environment}/{database}/{path}` (POST): it gets the parsed
 /// body and the resolved database and returns the JSON to answer. Authentication and errors are the same as for
 /// the CloudKit endpoints; it may only read. Layers above the engine (the sports layer) offer these; the HTTP

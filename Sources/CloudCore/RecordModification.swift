@@ -5,7 +5,7 @@ public enum OperationType: String, Sendable, CaseIterable {
     case create, update, forceUpdate, replace, forceReplace, delete, forceDelete
 
     var checksChangeTag: Bool { self == .update || self == .replace || self == .delete }
-    var isDelete: Bool { self == .delete || self == .forceDelete }
+    public var isDelete: Bool { self == .delete || self == .forceDelete }
 }
 
 /// One operation of a `records/modify` request, structurally validated; field values are checked by the planner,

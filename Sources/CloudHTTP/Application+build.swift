@@ -33,9 +33,11 @@ public struct ServerDependencies: Sendable {
 }
 
 /// The router: CloudKit Web Services routes, extension endpoints, `/health`, `/ready` and `/metrics`.
-public func buildRouter(configuration: ServerConfiguration, dependencies: ServerDependencies, extensions: [ExtensionEndpoint] = []) -> Router<
-    BasicRequestContext
-> {
+public func buildRouter(configuration: ServerConfiguration, dependencies: ServerDependencies, extensions: ServerExtensions = ServerExtensions())
+    -> Router<
+        BasicRequestContext
+    >
+{
     let router = Router()
     router.add(middleware: RequestLogMiddleware())
     router.add(middleware: MetricsMiddleware())
@@ -51,14 +53,14 @@ public func buildRouter(configuration: ServerConfiguration, dependencies: Server
         records: dependencies.records,
         authenticator: RequestAuthenticator(credentials: dependencies.credentials, configuration: configuration, limiter: limiter),
         maxBodyBytes: configuration.maxBodyBytes, assets: dependencies.assets, capabilities: capabilities,
-        configuration: configuration
-    ).addRoutes(to: router, extensions: extensions)
+        configuration: configuration, writeRules: extensions.writeRules
+    ).addRoutes(to: router, extensions: extensions.endpoints)
     return router
 }
 
 /// The whole HTTP server: the router, with the tombstone purge and the asset collector as its services.
 public func buildApplication(
-    configuration: ServerConfiguration, dependencies: ServerDependencies, extensions: [ExtensionEndpoint] = [], logger: Logger
+    configuration: ServerConfiguration, dependencies: ServerDependencies, extensions: ServerExtensions = ServerExtensions(), logger: Logger
 ) -> some ApplicationProtocol {
     Application(
         router: buildRouter(configuration: configuration, dependencies: dependencies, extensions: extensions),

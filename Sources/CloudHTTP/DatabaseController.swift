@@ -17,6 +17,8 @@ struct DatabaseCall {
     var deviceID: String
     /// `http://host:port` as the client reached us, for the absolute URLs we hand out.
     var baseURL: String
+    var container: String
+    var environment: String
     /// Extension: the `Idempotency-Key` header of a write, with a hash of the request it names.
     var idempotencyKey: (key: String, requestHash: Data)?
 }
@@ -30,6 +32,8 @@ struct DatabaseController: Sendable {
     let assets: any AssetStore
     let capabilities: AssetCapabilities
     let configuration: ServerConfiguration
+    /// The sports layer's checks on saved records (nil: none).
+    let writeRules: (any WriteRules)?
     var clock: ServerClock { self.configuration.clock }
     let recordsWritten = Counter(label: "stadiumcloud_records_written_total")
     let recordsServed = Counter(label: "stadiumcloud_change_records_served_total")
@@ -122,7 +126,8 @@ struct DatabaseController: Sendable {
             owner: scope == .private ? caller.account : nil, logger: logger)
         var call = DatabaseCall(
             body: try WireObject(body, path: ""), database: database, caller: caller, logger: logger,
-            deviceID: request.headers[.deviceID] ?? "StadiumCloud", baseURL: baseURL(of: request, self.configuration))
+            deviceID: request.headers[.deviceID] ?? "StadiumCloud", baseURL: baseURL(of: request, self.configuration), container: container,
+            environment: environment)
         if let key = request.headers[.idempotencyKey] {
             try FieldName.validate(key, path: "header", what: "Idempotency-Key")
             call.idempotencyKey = (key, Data(SHA256.hash(data: Array(request.uri.path.utf8) + Array(bytes.readableBytesView))))

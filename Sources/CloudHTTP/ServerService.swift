@@ -15,12 +15,12 @@ public struct ServerService: Service {
     let applyMigrations: Bool
     let metrics: PrometheusCollectorRegistry
     /// The endpoints layers above the engine add, given the record store.
-    let extensions: @Sendable (RecordStore) -> [ExtensionEndpoint]
+    let extensions: @Sendable (RecordStore) -> ServerExtensions
     let logger: Logger
 
     public init(
         stores: Stores, configuration: ServerConfiguration, migrations: [Migration], applyMigrations: Bool,
-        metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), extensions: @escaping @Sendable (RecordStore) -> [ExtensionEndpoint],
+        metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), extensions: @escaping @Sendable (RecordStore) -> ServerExtensions,
         logger: Logger
     ) {
         self.stores = stores

@@ -8,9 +8,11 @@ import PostgresNIO
 extension RecordStore {
     /// Applies a batch of operations in one transaction. `atomic` (custom zones only) makes it all or nothing.
     /// With `idempotency`, a batch whose key was seen before is not applied again: its stored answer returns.
+    /// `check` is the layer above's rule for each record the batch would save (`WriteRules`); a refused record
+    /// fails alone, like any per-record failure.
     public func modify(
         _ operations: [RecordOperation], zoneName: String, atomic requestedAtomic: Bool?, in database: DatabaseRef,
-        stamp: ChangeStamp, idempotency: IdempotentWrite? = nil, logger: Logger
+        stamp: ChangeStamp, idempotency: IdempotentWrite? = nil, check: (@Sendable (Record) -> CloudError?)? = nil, logger: Logger
     ) async throws -> ModifyResult {
         guard operations.count <= self.limits.maxOperations else {
             throw CloudError.badRequest(
@@ -35,6 +37,11 @@ extension RecordStore {
                 var plan = ModificationPlan(
                     operations: operations, existing: existing, firstSeq: head + 1, stamp: stamp,
                     maxRecordBytes: limits.maxRecordBytes, schema: schema, scope: database.scope)
+                if let check {
+                    for record in plan.writes where !record.deleted {
+                        if let refusal = check(record) { plan.fail(record.recordName, refusal) }
+                    }
+                }
                 try await Self.checkValidatedReferences(&plan, existing: existing, zoneID: zoneID, on: connection, logger: logger)
                 try await Self.checkAssetsExist(&plan, databaseID: database.id, on: connection, logger: logger)
                 if atomic, plan.outcomes.contains(where: \.isFailure) {

@@ -47,7 +47,7 @@ struct Serve: AsyncParsableCommand {
         let live = try Live(self.database, configuration: configuration)
         let server = ServerService(
             stores: live.stores, configuration: configuration, migrations: migrations, applyMigrations: self.migrate, metrics: registry,
-            extensions: { CanonicalEndpoints(records: $0).endpoints }, logger: live.logger)
+            extensions: { CanonicalEndpoints(records: $0).extensions }, logger: live.logger)
         // The client first: a ServiceGroup stops its services in reverse order, so the database goes last.
         var group = ServiceGroupConfiguration(services: [live.client, server], gracefulShutdownSignals: [.sigterm, .sigint], logger: live.logger)
         // SIGTERM stops accepting connections and lets in-flight requests and background jobs finish; whatever

@@ -131,3 +131,52 @@ extension AppRecordsTests {
         }
     }
 }
+
+extension AppRecordsTests {
+    /// Bad input against the canonical data is refused per record with a reason, nothing of it written; the SDK
+    /// shows it as a refused edit.
+    @Test func visitsAndAchievementsThatContradictTheCanonicalDataAreRefusedAlone() async throws {
+        try await ClientSyncTests.run { server, folder in
+            let dataset = try CanonicalDataset.load(
+                from: CanonicalFixtures.root.appendingPathComponent("Resources/canonical").path, gameSeasons: ["mlb_2025"])
+            _ = try await server.importer.run(dataset, container: Self.container, environment: "development", dryRun: false)
+            func visit(_ name: String, _ fields: [String: JSONValue]) -> JSONValue {
+                var all: [String: JSONValue] = ["stadium": ["value": ["recordName": "stadium_mlb_oracle_park", "action": "NONE"]]]
+                for (key, value) in fields { all[key] = ["value": value] }
+                return ["operationType": "create", "record": ["recordName": .string(name), "recordType": "StadiumVisit", "fields": .object(all)]]
+            }
+            func achievement(_ name: String, id: String) -> JSONValue {
+                [
+                    "operationType": "create",
+                    "record": ["recordName": .string(name), "recordType": "Achievement", "fields": ["achievementId": ["value": .string(id)]]],
+                ]
+            }
+            let reply = try await server.modify([
+                visit("good", ["sport": "baseball", "game": ["recordName": "game_mlb_2025_778444", "action": "NONE"]]),
+                visit("hockey", ["sport": "ice_hockey"]),
+                visit("elsewhere", ["game": ["recordName": "game_mlb_2025_778463", "action": "NONE"]]),
+                achievement("achievement_first_visit", id: "achievement_first_visit"),
+                achievement("achievement_made_up", id: "achievement_made_up"),
+                achievement("achievement_mlb_5_venues", id: "achievement_first_visit"),
+            ])
+            #expect(reply.status == 200)
+            #expect(
+                reply.records.map { $0["serverErrorCode"]?.stringValue } == [nil, "BAD_REQUEST", "BAD_REQUEST", nil, "BAD_REQUEST", "BAD_REQUEST"])
+            #expect(reply.records[1]["reason"]?.stringValue?.contains("never hosted ice_hockey") == true)
+            #expect(reply.records[2]["reason"]?.stringValue?.contains("played at stadium_mlb_fenway_park") == true)
+            #expect(reply.records[4]["reason"]?.stringValue?.contains("matches no achievement definition") == true)
+            let stored = try await server.call(
+                "records/lookup", ["records": [["recordName": "hockey"], ["recordName": "achievement_made_up"]]], as: server.alice)
+            #expect(stored.records.map { $0["serverErrorCode"]?.stringValue } == ["NOT_FOUND", "NOT_FOUND"])
+
+            // The SDK keeps the refused edit with its reason; the rest of the queue goes.
+            let phone = try await ClientSyncTests.device(server, folder, "phone")
+            try await phone.sync()
+            try phone.addVisit(stadiumID: "stadium_mlb_oracle_park", date: 1_743_800_000_000, details: VisitDetails(sport: "basketball"))
+            try phone.addVisit(stadiumID: "stadium_mlb_oracle_park", date: 1_743_800_000_000, details: VisitDetails(sport: "baseball"))
+            let report = try await phone.sync()
+            #expect(report.refused.count == 1)
+            #expect(try phone.store.refusedEdits().first?.error.contains("never hosted basketball") == true)
+        }
+    }
+}

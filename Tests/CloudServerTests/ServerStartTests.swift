@@ -12,7 +12,7 @@ import Testing
         configuration.assetsPath = NSTemporaryDirectory() + "stadiumcloud-start-" + UUID().uuidString
         return ServerService(
             stores: stores, configuration: configuration, migrations: migrations, applyMigrations: apply,
-            extensions: { _ in [] }, logger: TestDatabase.logger)
+            extensions: { _ in ServerExtensions() }, logger: TestDatabase.logger)
     }
 
     @Test func serveRefusesToStartWithPendingMigrationsUnlessToldToApplyThem() async throws {

@@ -52,7 +52,7 @@ struct TestServer: Sendable {
             let bob = try await credentials.createAccount(name: "bob", idleMs: 3_600_000, logger: logger)
             let app = buildApplication(
                 configuration: configuration, dependencies: dependencies,
-                extensions: CanonicalEndpoints(records: dependencies.records).endpoints, logger: logger)
+                extensions: CanonicalEndpoints(records: dependencies.records).extensions, logger: logger)
             try await app.test(setup) { client in
                 try await body(
                     TestServer(
