@@ -33,15 +33,6 @@ public struct Stadium: Sendable, Equatable {
     public var isFavorite: Bool
 }
 
-/// A photo of a visit: the asset's metadata (the bytes are downloaded on demand).
-public struct Photo: Sendable, Equatable {
-    public var recordName: String
-    public var visitRecordName: String?
-    public var caption: String?
-    public var checksum: String?
-    public var size: Int64?
-}
-
 /// The SportsTime client SDK: visits, photos and venue preferences kept in a local store and synced with a
 /// StadiumCloud server. Reads are local and work offline; edits are queued and sent by `sync()`.
 public final class StadiumCloudClient: Sendable {
@@ -106,10 +97,11 @@ public final class StadiumCloudClient: Sendable {
 
     public var isSignedIn: Bool { (try? self.store.webAuthToken()) != nil }
 
-    /// Fetches canonical and private changes, then sends queued edits. After fetching, visits logged before the canonical data arrived get their venue names, and achievements are
+    /// Goes on with unfinished photo uploads, fetches canonical and private changes, then sends queued edits. After fetching, visits logged before the canonical data arrived get their venue names, and achievements are
     /// recomputed; what that changes is sent in a second round.
     @discardableResult
     public func sync(progress: @escaping @Sendable (SyncProgress) -> Void = { _ in }) async throws -> SyncReport {
+        try await self.resumePendingPhotos()
         var report = try await self.engine.sync(progress: progress)
         let filled = try self.fillVisitNames()
         let changed = try self.updateAchievements()
@@ -287,46 +279,6 @@ public final class StadiumCloudClient: Sendable {
             visitDate: record.fields["visitDate"]?.value.int64Value ?? 0, visitType: record.fields["visitType"]?.value.stringValue ?? "other",
             notes: record.fields["notes"]?.value.stringValue, isSynced: synced, details: VisitDetails(record.fields),
             correctedFields: Set(record.fields["correctedFields"]?.value.arrayValue?.compactMap(\.stringValue) ?? []))
-    }
-
-    // MARK: photos
-
-    /// Uploads a photo for a visit (resumable: run it again after an interruption and it goes on where the server
-    /// stopped) and queues its `VisitPhoto` record; `sync()` sends the record.
-    @discardableResult
-    public func addPhoto(_ file: URL, toVisit visitName: String, caption: String? = nil, progress: @Sendable (TransferProgress) -> Void = { _ in })
-        async throws -> Photo
-    {
-        guard try self.store.record(visitName, scope: .private)?.recordType == "StadiumVisit" else {
-            throw SyncError(code: ServerErrorCode.notFound.rawValue, reason: "no visit \(visitName) on this device", status: 0)
-        }
-        // Named after the visit and the file, so a rerun after an interruption finds its unfinished upload.
-        let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
-        let identity = "\(visitName)|\(file.standardizedFileURL.path)|\((attributes[.size] as? NSNumber)?.int64Value ?? 0)"
-        let name = "photo_" + SHA256.hash(data: Data(identity.utf8)).prefix(12).hexString
-        let asset = try await self.engine.uploadAsset(file: file, recordType: "VisitPhoto", recordName: name, fieldName: "photo", progress: progress)
-        var fields: [String: FieldValue?] = ["visit": Self.reference(visitName, action: .deleteSelf), "photo": asset]
-        if let caption { fields["caption"] = FieldValue(type: .string, value: .string(caption)) }
-        return Self.photo(from: try self.store.save(name, type: "VisitPhoto", fields: fields))
-    }
-
-    /// Photos on this device, of one visit or of all.
-    public func photos(ofVisit visitName: String? = nil) throws -> [Photo] {
-        try self.store.records(ofType: "VisitPhoto", scope: .private).map(Self.photo(from:)).filter {
-            visitName == nil || $0.visitRecordName == visitName
-        }
-    }
-
-    /// Downloads a photo's bytes to `destination` (resumable, checked against its SHA-256).
-    public func downloadPhoto(_ recordName: String, to destination: URL, progress: @Sendable (TransferProgress) -> Void = { _ in }) async throws {
-        try await self.engine.downloadAsset(recordName: recordName, fieldName: "photo", to: destination, progress: progress)
-    }
-
-    static func photo(from record: LocalRecord) -> Photo {
-        let asset = record.fields["photo"]?.value
-        return Photo(
-            recordName: record.recordName, visitRecordName: record.reference("visit"), caption: record.fields["caption"]?.value.stringValue,
-            checksum: asset?["fileChecksum"]?.stringValue, size: asset?["size"]?.int64Value)
     }
 
     static func reference(_ recordName: String, action: Reference.Action = .none) -> FieldValue {

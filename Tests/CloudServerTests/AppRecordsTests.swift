@@ -180,3 +180,58 @@ extension AppRecordsTests {
         }
     }
 }
+
+extension AppRecordsTests {
+    /// The gallery on a second device: thumbnails, order, capture time and place, before any full-size download; an
+    /// upload cut on the first device finishes at its next sync without `addPhoto` again; a deleted photo goes.
+    @Test func theGalleryShowsThumbnailsOnTheSecondDeviceBeforeAnyFullSizeDownload() async throws {
+        try await ClientSyncTests.run { server, folder in
+            var configuration = SyncConfiguration()
+            configuration.chunkSize = 64 * 1024
+            let network = FlakyTransport()
+            func file(_ name: String, _ size: Int, _ seed: Int) throws -> URL {
+                let url = URL(fileURLWithPath: "\(folder)/\(name)")
+                try Data((0..<size).map { UInt8(truncatingIfNeeded: $0 * seed % 251) }).write(to: url)
+                return url
+            }
+            let phone = try await ClientSyncTests.device(server, folder, "phone", transport: network, configuration: configuration)
+            let visit = try phone.addVisit(stadiumID: "stadium_mlb_oracle_park", date: 1_717_243_200_000).recordName
+            let first = try await phone.addPhoto(
+                try file("a.jpg", 300_000, 7), toVisit: visit, caption: "first pitch", thumbnail: try file("a-thumb.jpg", 3_000, 3),
+                captureDate: 1_717_245_000_000, location: (37.7786, -122.3893))
+            #expect(first.orderIndex == 0 && first.isUploaded)
+
+            // The second photo's upload is cut; it stays pending and the next sync finishes it.
+            network.state.withLock { $0.cutAfter["/assets/upload/"] = 3 }
+            await #expect(throws: SyncError.self) {
+                try await phone.addPhoto(
+                    try file("b.jpg", 400_000, 5), toVisit: visit, caption: "seventh inning", thumbnail: try file("b-thumb.jpg", 2_000, 9))
+            }
+            #expect(try phone.photos(ofVisit: visit).map(\.isUploaded) == [true, false])
+            network.state.withLock {
+                $0.offline = false; $0.cutAfter = [:]
+            }
+            try await phone.sync()
+            #expect(try phone.photos(ofVisit: visit).map(\.isUploaded) == [true, true])
+            let second = try #require(try phone.photos(ofVisit: visit).last)
+            try phone.reorderPhotos([second.recordName], ofVisit: visit)
+            try await phone.sync()
+
+            let tablet = try await ClientSyncTests.device(server, folder, "tablet", configuration: configuration)
+            try await tablet.sync()
+            let gallery = try tablet.photos(ofVisit: visit)
+            #expect(gallery.map(\.caption) == ["seventh inning", "first pitch"], "the person's order")
+            #expect(gallery.allSatisfy { $0.thumbnailSize != nil && $0.size != nil })
+            #expect(gallery.last?.captureDate == 1_717_245_000_000 && gallery.last?.latitude == 37.7786)
+            let thumb = URL(fileURLWithPath: folder + "/shown.jpg")
+            network.state.withLock { $0.sent = [] }
+            try await tablet.downloadThumbnail(first.recordName, to: thumb)
+            #expect(try Data(contentsOf: thumb).count == 3_000, "the thumbnail, not the photo")
+
+            try tablet.deletePhoto(first.recordName)
+            try await tablet.sync()
+            try await phone.sync()
+            #expect(try phone.photos(ofVisit: visit).map(\.caption) == ["seventh inning"])
+        }
+    }
+}
