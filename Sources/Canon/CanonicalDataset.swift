@@ -20,7 +20,7 @@ public struct CanonicalDataset: Sendable {
         public var yearFounded, firstSeason: Int?
     }
     public struct StadiumAlias: Codable, Sendable { public var id, stadiumId, name: String; public var validFrom, validUntil: String? }
-    public struct TeamAlias: Codable, Sendable { public var id, teamId, name: String; public var city, validFrom, validUntil: String? }
+    public struct TeamAlias: Codable, Sendable { public var id, teamId, name: String; public var city, abbreviation, validFrom, validUntil: String? }
     public struct TeamVenue: Codable, Sendable { public var id, teamId, stadiumId: String; public var validFrom, validUntil: String? }
     /// An achievement definition (`achievements.json`, built by `scripts/dataset/achievements.py`).
     public struct AchievementDefinition: Codable, Sendable {

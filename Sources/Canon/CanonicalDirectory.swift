@@ -46,7 +46,15 @@ public struct CanonicalDirectory: Sendable {
             guard let owner = record.fields[ownerField]?.value["recordName"]?.stringValue, self.entities[owner] != nil,
                 let name = record.fields["name"]?.value.stringValue
             else { continue }
-            self.entities[owner]!.names.append((name, record.fields["validFrom"]?.value.int64Value, record.fields["validUntil"]?.value.int64Value))
+            let (from, until) = (record.fields["validFrom"]?.value.int64Value, record.fields["validUntil"]?.value.int64Value)
+            self.entities[owner]!.names.append((name, from, until))
+            // A team also answers to its city and abbreviation of the time ("Oakland", "OAK"), dated like its name;
+            // they find it, but never become its display name.
+            for field in ["city", "abbreviation"] {
+                if let other = record.fields[field]?.value.stringValue {
+                    self.byName[Self.normalize(other), default: []].append((owner, other, from, until))
+                }
+            }
         }
         for (id, entity) in self.entities {
             var names = entity.names

@@ -85,6 +85,7 @@ extension CanonicalDataset {
                 alias.id, "TeamAlias",
                 [
                     "team": .reference(alias.teamId), "name": .string(alias.name), "city": alias.city.map(FieldValue.string),
+                    "abbreviation": alias.abbreviation.map(FieldValue.string),
                     "validFrom": try alias.validFrom.map(FieldValue.date), "validUntil": try alias.validUntil.map(FieldValue.date),
                 ])
         }

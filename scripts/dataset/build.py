@@ -441,7 +441,14 @@ def build_teams():
         for a in als:
             a["teamId"] = t["id"]
             a["source"] = "manual"
+            # The code the team went by under that name: the current one for the current name, else a known former one.
+            code = rec.get("abbreviation") if a["validUntil"] is None else manual.FORMER_ABBREVIATIONS.get((t["id"], a["name"]))
+            if code:
+                a["abbreviation"] = code
             team_aliases.append(a)
+    unused = sorted(set(manual.FORMER_ABBREVIATIONS) - {(a["teamId"], a["name"]) for a in team_aliases})
+    if unused:
+        fail("FORMER_ABBREVIATIONS names aliases that do not exist: %s" % unused)
     return teams, team_aliases, team_venues
 
 

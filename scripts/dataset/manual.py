@@ -1217,6 +1217,19 @@ def NV(id, name, city, state, country, sports, opened, capacity, latlon, aliases
     return v
 
 
+# The abbreviation a team went by under a former name (team id, alias name) → code, as the leagues and box scores
+# wrote it; resolve() finds the team by it on those dates ("OAK" in 2019 → the Athletics).
+FORMER_ABBREVIATIONS = {
+    ("team_mlb_angels", "Anaheim Angels"): "ANA", ("team_mlb_athletics", "Oakland Athletics"): "OAK",
+    ("team_mlb_marlins", "Florida Marlins"): "FLA", ("team_mlb_nationals", "Montreal Expos"): "MON",
+    ("team_mlb_rays", "Tampa Bay Devil Rays"): "TBD", ("team_mlb_guardians", "Cleveland Indians"): "CLE",
+    ("team_nba_grizzlies", "Vancouver Grizzlies"): "VAN", ("team_nba_hornets", "Charlotte Bobcats"): "CHA",
+    ("team_nba_nets", "New Jersey Nets"): "NJN", ("team_nba_thunder", "Seattle SuperSonics"): "SEA",
+    ("team_nfl_chargers", "San Diego Chargers"): "SD", ("team_nfl_raiders", "Oakland Raiders"): "OAK",
+    ("team_nfl_rams", "St. Louis Rams"): "STL", ("team_nhl_ducks", "Mighty Ducks of Anaheim"): "ANA",
+    ("team_nhl_jets", "Atlanta Thrashers"): "ATL",
+}
+
 NEUTRAL_VENUES = [
     NV("stadium_mlb_tokyo_dome", "Tokyo Dome", "Tokyo", None, "JP", B, 1988, 42000, (35.70563, 139.75189),
        [("Tokyo Dome", "1988-03-17")], note="MLB Tokyo Series 2019 and 2025."),
