@@ -1,4 +1,5 @@
 import CloudCore
+import SportsDomain
 import Foundation
 
 /// Everything the canonical extensions answer from, built from one snapshot of the public database: names and

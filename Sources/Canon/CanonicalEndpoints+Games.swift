@@ -1,4 +1,5 @@
 import CloudCore
+import SportsDomain
 import Logging
 
 /// `canonical/games`, `canonical/gameDates` and `canonical/match`: games by local day, the days that have games,

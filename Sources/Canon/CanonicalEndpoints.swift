@@ -1,4 +1,5 @@
 import CloudCore
+import SportsDomain
 import CloudPostgres
 import Logging
 import Synchronization

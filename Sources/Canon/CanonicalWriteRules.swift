@@ -1,4 +1,5 @@
 import CloudCore
+import SportsDomain
 import Logging
 
 /// The checks on a person's own records against the canonical data (issue 14's "bad input"): a visit for a sport its

@@ -33,6 +33,10 @@ public struct AchievementEngine: Sendable {
         public var id: String
         public var requirement: Requirement
         public var league, conference, division: String?
+
+        public init(id: String, requirement: Requirement, league: String? = nil, conference: String? = nil, division: String? = nil) {
+            (self.id, self.requirement, self.league, self.conference, self.division) = (id, requirement, league, conference, division)
+        }
     }
 
     /// A visit as the engine sees it.
@@ -130,8 +134,8 @@ public struct AchievementEngine: Sendable {
         return self.venues(of: definition, on: visit.date).contains(visit.stadium)
     }
 
-    /// The home venues of the definition's teams on `date`.
-    func venues(of definition: Definition, on date: Int64) -> Set<String> {
+    /// The home venues of the definition's teams on `date` (ms).
+    public func venues(of definition: Definition, on date: Int64) -> Set<String> {
         var venues = Set<String>()
         for tenancy in self.tenancies where tenancy.from <= date && date < tenancy.until {
             guard let team = self.teams[tenancy.team] else { continue }

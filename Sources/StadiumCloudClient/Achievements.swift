@@ -39,9 +39,8 @@ extension StadiumCloudClient {
     /// - Returns: the names of the achievement records it changed.
     @discardableResult
     public func updateAchievements(now: Int64 = Int64(Date().timeIntervalSince1970 * 1000)) throws -> [String] {
-        let canonical = try ["AchievementDefinition", "League", "Team", "TeamVenue"].flatMap { try self.store.records(ofType: $0, scope: .public) }
-        guard canonical.contains(where: { $0.recordType == "AchievementDefinition" }) else { return [] }
-        let engine = AchievementEngine(records: canonical.map(Self.record(from:)))
+        let engine = try self.achievementEngine()
+        guard !engine.definitions.isEmpty else { return [] }
         let visits = try self.store.records(ofType: "StadiumVisit", scope: .private).compactMap { visit -> AchievementEngine.Visit? in
             guard let stadium = visit.reference("stadium"), let date = visit.fields["visitDate"]?.value.int64Value else { return nil }
             return AchievementEngine.Visit(

@@ -235,3 +235,36 @@ extension AppRecordsTests {
         }
     }
 }
+
+extension AppRecordsTests {
+    /// The SDK's typed readers answer offline from the synced canonical data, with the server's identity rules.
+    @Test func typedReadersSearchAndProgressWorkOffline() async throws {
+        try await ClientSyncTests.run { server, folder in
+            _ = try await server.importer.run(
+                try CanonicalFixtures.dataset.get(), container: Self.container, environment: "development", dryRun: false)
+            let phone = try await ClientSyncTests.device(server, folder, "phone")
+            try await phone.sync()
+            #expect(try phone.leagues().map(\.abbreviation).sorted() == ["MLB", "MLS", "NBA", "NFL", "NHL", "NWSL", "WNBA"])
+            #expect(try phone.conferences(inLeague: "league_mlb").map(\.name) == ["American League", "National League"])
+            #expect(try phone.divisions(inLeague: "league_mlb").count == 6)
+            #expect(try phone.teams(inLeague: "league_mlb", division: "division_mlb_nl_west").count == 5)
+            let current = try phone.venues()
+            let all = try phone.venues(includingDeprecated: true)
+            #expect(!current.contains { $0.isDeprecated } && all.contains { $0.id == "stadium_mlb_oakland_coliseum" })
+
+            // Offline: the server is not asked.
+            #expect(try phone.resolve("sbc park").map(\.canonicalId) == ["stadium_mlb_oracle_park"])
+            #expect(
+                try phone.resolve("OAK", on: try CanonicalDate.milliseconds("2019-06-01")).map(\.canonicalId) == [
+                    "team_mlb_athletics", "team_nfl_raiders",
+                ])
+            #expect(try phone.nearby(latitude: 37.7786, longitude: -122.3893, sport: "baseball").first?.canonicalId == "stadium_mlb_oracle_park")
+
+            try phone.addVisit(stadiumID: "stadium_mlb_oracle_park", date: try CanonicalDate.milliseconds("2005-06-01"))
+            try phone.addVisit(stadiumID: "stadium_mlb_petco_park", date: try CanonicalDate.milliseconds("2024-06-01"))
+            let west = try phone.progress(league: "league_mlb", division: "division_mlb_nl_west")
+            #expect(west.visited == ["stadium_mlb_oracle_park", "stadium_mlb_petco_park"])
+            #expect(west.total == 5)
+        }
+    }
+}
