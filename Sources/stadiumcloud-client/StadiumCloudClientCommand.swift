@@ -18,7 +18,7 @@ struct ClientCommand: AsyncParsableCommand {
         discussion: "Everything is kept in a local SQLite store (--store); edits work offline and `sync` sends them.",
         subcommands: [
             SignIn.self, SignOut.self, Sync.self, Status.self, Stadiums.self, Nickname.self, Favorite.self, Visits.self, Photos.self, Seasons.self,
-            Games.self, Match.self,
+            Games.self, Match.self, Achievements.self, Progress.self,
         ])
 }
 
@@ -222,11 +222,16 @@ struct Visits: AsyncParsableCommand {
         @Option(help: "YYYY-MM-DD (default today).") var date: String?
         @Option(help: "game, tour or other.") var type = "game"
         @Option(help: "Free text.") var notes: String?
+        @Option(help: "The sport it was for (baseball, basketball, ice_hockey…): at a shared venue, the league it counts for.")
+        var sport: String?
+        @Option(help: "The canonical game id (`games DATE` lists them).") var game: String?
 
         func run() async throws {
             try await reporting {
                 let date = try self.date.map(parseDate) ?? Int64(Date().timeIntervalSince1970 * 1000)
-                let visit = try self.options.open().addVisit(stadiumID: self.stadium, date: date, type: self.type, notes: self.notes)
+                let visit = try self.options.open().addVisit(
+                    stadiumID: self.stadium, date: date, type: self.type, notes: self.notes,
+                    details: VisitDetails(sport: self.sport, gameID: self.game, source: "manual"))
                 print("\(visit.recordName) queued; run sync to send it")
             }
         }
@@ -283,7 +288,7 @@ struct Visits: AsyncParsableCommand {
 
 struct Photos: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Upload, list and download visit photos.", subcommands: [Add.self, List.self, Download.self])
+        abstract: "Upload, list, download and delete visit photos.", subcommands: [Add.self, List.self, Download.self, Delete.self])
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -292,11 +297,16 @@ struct Photos: AsyncParsableCommand {
         @Argument(help: "The visit's record name.") var visit: String
         @Argument(help: "The photo file.") var file: String
         @Option(help: "A caption.") var caption: String?
+        @Option(help: "A small thumbnail file made from the photo (other devices show it before downloading the photo).")
+        var thumbnail: String?
 
         func run() async throws {
             try await reporting {
                 let client = try self.options.open()
-                let photo = try await client.addPhoto(URL(fileURLWithPath: self.file), toVisit: self.visit, caption: self.caption) {
+                let photo = try await client.addPhoto(
+                    URL(fileURLWithPath: self.file), toVisit: self.visit, caption: self.caption,
+                    thumbnail: self.thumbnail.map(URL.init(fileURLWithPath:))
+                ) {
                     progressLine("uploading " + describe($0))
                 }
                 progressLine("uploaded \(photo.recordName) (\(photo.size ?? 0) bytes, sha256 \(photo.checksum ?? "?"))", done: true)
@@ -332,6 +342,21 @@ struct Photos: AsyncParsableCommand {
                     progressLine("downloading " + describe($0))
                 }
                 progressLine("downloaded \(self.photo) to \(self.file)", done: true)
+            }
+        }
+    }
+}
+
+extension Photos {
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete a photo (the server removes its bytes once nothing holds them).")
+        @OptionGroup var options: StoreOptions
+        @Argument(help: "The photo's record name.") var photo: String
+
+        func run() async throws {
+            try await reporting {
+                try self.options.open().deletePhoto(self.photo)
+                print("queued; run sync to send it")
             }
         }
     }
