@@ -227,6 +227,24 @@ public final class StadiumCloudClient: Sendable {
         try self.updateAchievements()
     }
 
+    /// Moves a visit to another day or changes its type; its venue name of the day follows unless the person set it.
+    public func setDate(_ date: Int64, type: String? = nil, forVisit recordName: String) throws {
+        guard let visit = try self.store.record(recordName, scope: .private), visit.recordType == "StadiumVisit",
+            let stadium = visit.reference("stadium")
+        else { throw SyncError(code: ServerErrorCode.notFound.rawValue, reason: "no visit \(recordName) on this device", status: 0) }
+        if let type, !["game", "tour", "other"].contains(type) {
+            throw SyncError(code: "BAD_REQUEST", reason: "a visit type is game, tour or other, not \(type)", status: 0)
+        }
+        var fields: [String: FieldValue?] = ["visitDate": FieldValue(type: .timestamp, value: .int(date))]
+        if let type { fields["visitType"] = FieldValue(type: .string, value: .string(type)) }
+        let corrected = visit.fields["correctedFields"]?.value.arrayValue?.contains(.string("stadiumNameAtVisit")) ?? false
+        if !corrected, let name = try self.stadiumNameAtVisit(stadium, date) {
+            fields["stadiumNameAtVisit"] = FieldValue(type: .string, value: .string(name))
+        }
+        try self.store.save(recordName, type: "StadiumVisit", fields: fields)
+        try self.updateAchievements()
+    }
+
     /// The venue's name on the visit's day at the venue (its local date, as alias dates are).
     func stadiumNameAtVisit(_ stadiumID: String, _ date: Int64) throws -> String? {
         let zone = try self.store.record(stadiumID, scope: .public)?.fields["timeZone"]?.value.stringValue.flatMap(TimeZone.init(identifier:))

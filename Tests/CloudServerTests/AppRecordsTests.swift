@@ -260,7 +260,10 @@ extension AppRecordsTests {
                 ])
             #expect(try phone.nearby(latitude: 37.7786, longitude: -122.3893, sport: "baseball").first?.canonicalId == "stadium_mlb_oracle_park")
 
-            try phone.addVisit(stadiumID: "stadium_mlb_oracle_park", date: try CanonicalDate.milliseconds("2005-06-01"))
+            let moved = try phone.addVisit(stadiumID: "stadium_mlb_oracle_park", date: try CanonicalDate.milliseconds("2020-06-01"))
+            #expect(moved.stadiumNameAtVisit == "Oracle Park")
+            try phone.setDate(try CanonicalDate.milliseconds("2005-06-01"), type: "tour", forVisit: moved.recordName)
+            #expect(try phone.visits().first { $0.recordName == moved.recordName }?.stadiumNameAtVisit == "SBC Park", "the name follows the day")
             try phone.addVisit(stadiumID: "stadium_mlb_petco_park", date: try CanonicalDate.milliseconds("2024-06-01"))
             let west = try phone.progress(league: "league_mlb", division: "division_mlb_nl_west")
             #expect(west.visited == ["stadium_mlb_oracle_park", "stadium_mlb_petco_park"])
