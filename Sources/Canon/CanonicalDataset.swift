@@ -13,6 +13,8 @@ public struct CanonicalDataset: Sendable {
         public var capacity, yearOpened: Int?
         public var deprecatedAt: String?
         public var sports: [String]
+        /// Ids an existing app install holds for the venue (the seed's `stadiumUUIDs`).
+        public var legacyIds: [String]?
     }
     public struct Team: Codable, Sendable {
         public var id, leagueId, name, city, homeStadiumId: String

@@ -60,6 +60,7 @@ extension CanonicalDataset {
                     "capacity": stadium.capacity.map(FieldValue.int), "yearOpened": stadium.yearOpened.map(FieldValue.int),
                     "deprecatedAt": try stadium.deprecatedAt.map(FieldValue.date),
                     "sports": FieldValue(type: .stringList, value: .array(stadium.sports.map(JSONValue.string))),
+                    "legacyIds": stadium.legacyIds.map { FieldValue(type: .stringList, value: .array($0.map(JSONValue.string))) },
                 ])
         }
         for team in self.teams {

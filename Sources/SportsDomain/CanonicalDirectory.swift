@@ -56,6 +56,14 @@ public struct CanonicalDirectory: Sendable {
                 }
             }
         }
+        // A venue or team is also found by its UUID and by the ids an old app install holds for it (the seed's
+        // `stadiumUUIDs`), so an existing user's visits can be moved to canonical ids.
+        for (id, entity) in self.entities {
+            let ids =
+                [entity.record.fields["uuid"]?.value.stringValue].compactMap { $0 }
+                + (entity.record.fields["legacyIds"]?.value.arrayValue?.compactMap(\.stringValue) ?? [])
+            for other in ids { self.byName[Self.normalize(other), default: []].append((id, other, nil, nil)) }
+        }
         for (id, entity) in self.entities {
             var names = entity.names
             if let current = entity.record.fields["name"]?.value.stringValue, !names.contains(where: { $0.name == current }) {

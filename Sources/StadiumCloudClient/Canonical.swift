@@ -74,6 +74,12 @@ extension StadiumCloudClient {
         try self.directory().resolve(name, on: date)
     }
 
+    /// The canonical venue id for an id an old install of the app holds (the seed's per-stadium UUIDs, or the
+    /// venue's canonical UUID): what moves an existing person's visits to canonical ids. Offline.
+    public func canonicalStadiumID(forLegacyID legacyID: String) throws -> String? {
+        try self.directory().resolve(legacyID).first { $0.recordType == "Stadium" }?.canonicalId
+    }
+
     /// Venues near a point, nearest first (see `CanonicalDirectory.nearby`). Offline.
     public func nearby(latitude: Double, longitude: Double, radius: Double = 5000, sport: String? = nil, on date: Int64? = nil) throws
         -> [CanonicalDirectory.Nearby]

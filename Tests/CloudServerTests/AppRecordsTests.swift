@@ -271,3 +271,27 @@ extension AppRecordsTests {
         }
     }
 }
+
+extension AppRecordsTests {
+    /// An old install's per-venue ids (the seed's `stadiumUUIDs`, declared in `manual.LEGACY_STADIUM_IDS`) and the
+    /// canonical UUIDs resolve to canonical ids, on the server and offline, so visits migrate with no loss.
+    @Test func legacyStadiumIDsResolveToCanonicalIDs() async throws {
+        try await ClientSyncTests.run { server, folder in
+            var dataset = try CanonicalFixtures.dataset.get()
+            let sample = ["oracle": "6F9619FF-8B86-D011-B42D-00C04FC964FF", "fenway": "A3BB189E-8BF9-3888-9912-ACE4E6543002"]
+            for (id, legacy) in [("stadium_mlb_oracle_park", sample["oracle"]!), ("stadium_mlb_fenway_park", sample["fenway"]!)] {
+                dataset.stadiums[dataset.stadiums.firstIndex { $0.id == id }!].legacyIds = [legacy]
+            }
+            _ = try await server.importer.run(dataset, container: Self.container, environment: "development", dryRun: false)
+            let answer = try await server.call("canonical/resolve", ["name": .string(sample["oracle"]!.lowercased())], database: "public")
+            #expect(answer.json["results"]?[0]?["canonicalId"] == "stadium_mlb_oracle_park")
+
+            let phone = try await ClientSyncTests.device(server, folder, "phone")
+            try await phone.sync()
+            #expect(try phone.canonicalStadiumID(forLegacyID: sample["fenway"]!) == "stadium_mlb_fenway_park")
+            let uuid = CanonicalID.uuid(for: "stadium_mlb_petco_park").uuidString
+            #expect(try phone.canonicalStadiumID(forLegacyID: uuid) == "stadium_mlb_petco_park")
+            #expect(try phone.canonicalStadiumID(forLegacyID: "00000000-0000-0000-0000-000000000000") == nil)
+        }
+    }
+}

@@ -328,6 +328,8 @@ def build_venues(league_sport, team_venues):
         note = " ".join(([v["note"]] if v.get("note") else []) + (["Build: " + "; ".join(notes) + "."] if notes else []))
         if note:
             rec["note"] = note
+        if manual.LEGACY_STADIUM_IDS.get(v["id"]):
+            rec["legacyIds"] = sorted(i.upper() for i in manual.LEGACY_STADIUM_IDS[v["id"]])
         stadiums.append(rec)
         slug = v["id"][len("stadium_"):]
         for a in build_aliases_for(v["id"], "stadium_alias_" + slug, v["aliases"], 2):

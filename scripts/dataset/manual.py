@@ -1217,6 +1217,11 @@ def NV(id, name, city, state, country, sports, opened, capacity, latlon, aliases
     return v
 
 
+# Ids an existing SportsTime install holds for a venue (the seed's per-stadium `stadiumUUIDs`), venue id → [UUID]:
+# resolve() finds the venue by them, so an old install's visits migrate to canonical ids with no loss. The seed's
+# table is not on the build machine; add its entries here (docs/CANONICAL.md, "Identity").
+LEGACY_STADIUM_IDS = {}
+
 # The abbreviation a team went by under a former name (team id, alias name) → code, as the leagues and box scores
 # wrote it; resolve() finds the team by it on those dates ("OAK" in 2019 → the Athletics).
 FORMER_ABBREVIATIONS = {
