@@ -99,7 +99,9 @@ struct AssetController: Sendable {
             throw CloudError(.quotaExceeded, "the asset is \(length) bytes; the limit is \(maxSize)")
         }
         let quota = self.configuration.accountQuotaBytes
-        let used = try await self.records.assetUsage(of: grant.databaseID, logger: context.logger)
+        // The database parts answer within the same deadline as the database routes (503 while PostgreSQL is away).
+        let (records, logger, deadline, clock) = (self.records, context.logger, self.configuration.databaseTimeout, self.configuration.clock)
+        let used = try await withDatabaseDeadline(deadline, clock: clock) { try await records.assetUsage(of: grant.databaseID, logger: logger) }
         if let length = total ?? request.headers[.contentLength].flatMap({ Int64($0) }), length > quota - used {
             throw CloudError(.quotaExceeded, "this account stores \(used) bytes of assets; \(length) more would pass its \(quota)-byte quota")
         }
@@ -132,8 +134,10 @@ struct AssetController: Sendable {
         }
         let asset = try await self.store.verify(upload: grant.upload, expectedChecksum: request.headers[Self.checksum])
         let store = self.store
-        try await self.records.publishAsset(checksum: asset.checksum, size: asset.size, in: grant.databaseID, logger: context.logger) {
-            try await store.publish(upload: grant.upload, owner: grant.owner, asset: asset)
+        try await withDatabaseDeadline(deadline, clock: clock) {
+            try await records.publishAsset(checksum: asset.checksum, size: asset.size, in: grant.databaseID, logger: logger) {
+                try await store.publish(upload: grant.upload, owner: grant.owner, asset: asset)
+            }
         }
         let receipt = self.capabilities.sign(
             .receipt, owner: grant.owner, validFor: self.configuration.receiptLifetimeSeconds, size: asset.size, subject: asset.checksum)

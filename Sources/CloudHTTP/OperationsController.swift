@@ -23,7 +23,14 @@ struct OperationsController: Sendable {
                 return Self.json(["status": "ready"])
             } catch {
                 context.logger.warning("readiness check failed: \(String(reflecting: error))")
-                return Self.json(["status": "database unavailable"], status: .serviceUnavailable)
+                var answer: [String: JSONValue] = ["status": "database unavailable"]
+                if let outage = self.dependencies.records.databaseOutage {
+                    answer["reason"] = .string("PostgreSQL does not answer: \(outage.reason)")
+                    answer["since"] = .int(outage.since)
+                } else {
+                    answer["reason"] = .string("the database did not answer within 2 s")
+                }
+                return Self.json(.object(answer), status: .serviceUnavailable)
             }
         }
         router.get("openapi.yaml") { _, _ in

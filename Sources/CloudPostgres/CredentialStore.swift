@@ -26,7 +26,7 @@ public struct ServerKeyInfo: Sendable {
 /// Accounts, passwords, container API tokens, web auth sessions and server-to-server keys. Secrets are stored
 /// only as hashes (tokens: SHA-256; passwords: scrypt) or as public keys (docs/AUTH.md).
 public final class CredentialStore: Sendable {
-    let client: PostgresClient
+    let client: PostgresPool
     /// Recently verified tokens and keys, so a request does not cost a lookup each time; revocation takes effect
     /// within `cacheLifetime`.
     private let cache = Mutex<[Data: (value: CachedCredential, expires: ContinuousClock.Instant)]>([:])
@@ -52,7 +52,7 @@ public final class CredentialStore: Sendable {
     }
 
     public init(
-        client: PostgresClient, hasher: PasswordHasher = PasswordHasher(), clock: ServerClock = .system, cacheLifetime: Duration = .seconds(10)
+        client: PostgresPool, hasher: PasswordHasher = PasswordHasher(), clock: ServerClock = .system, cacheLifetime: Duration = .seconds(10)
     ) {
         self.client = client
         self.hasher = hasher

@@ -48,25 +48,11 @@ public struct ConfigurationError: Error, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
-/// Runs `body` with a running PostgreSQL client for `url`, and shuts the client down afterwards.
+/// Runs `body` with a running connection pool for `url`, and stops the pool afterwards.
 @discardableResult
-public func withPostgresClient<Result: Sendable>(
+public func withDatabasePool<Result: Sendable>(
     _ url: DatabaseURL, maximumConnections: Int = 20, logger: Logger, isolation: isolated (any Actor)? = #isolation,
-    _ body: (PostgresClient) async throws -> Result
+    _ body: (PostgresPool) async throws -> Result
 ) async throws -> Result {
-    let client = PostgresClient(configuration: url.clientConfiguration(maximumConnections: maximumConnections), backgroundLogger: logger)
-    return try await client.whileRunning(body)
-}
-
-extension PostgresClient {
-    /// Runs `body` while the client runs, and stops the client afterwards (a `ServiceGroup` runs it otherwise).
-    public func whileRunning<Result: Sendable>(
-        isolation: isolated (any Actor)? = #isolation, _ body: (PostgresClient) async throws -> Result
-    ) async throws -> Result {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await self.run() }
-            defer { group.cancelAll() }
-            return try await body(self)
-        }
-    }
+    try await PostgresPool(url, maximumConnections: maximumConnections, logger: logger).whileRunning(body)
 }

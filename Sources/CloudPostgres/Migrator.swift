@@ -64,13 +64,13 @@ public struct MigrationStatus: Sendable, Equatable {
 /// Applies append-only migrations in order, each in its own transaction under an advisory lock, so servers
 /// starting at once do not race; an already-applied file whose checksum changed is refused.
 public struct Migrator: Sendable {
-    let client: PostgresClient
+    let client: PostgresPool
     let migrations: [Migration]
     let logger: Logger
     /// Arbitrary constant shared by every StadiumCloud process: the advisory lock key for migrations.
     static let lockKey: Int64 = 0x5354_4144_4d49_4752
 
-    public init(client: PostgresClient, migrations: [Migration], logger: Logger) {
+    public init(client: PostgresPool, migrations: [Migration], logger: Logger) {
         self.client = client
         self.migrations = migrations
         self.logger = logger

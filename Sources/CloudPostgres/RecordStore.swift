@@ -7,7 +7,10 @@ import Synchronization
 /// Owns every line of SQL about databases, zones and records. Each write is one transaction that first locks
 /// the database's row, so change sequence numbers are assigned and committed in a single order (docs/SYNC.md).
 public final class RecordStore: Sendable {
-    let client: PostgresClient
+    let client: PostgresPool
+
+    /// Since when and why PostgreSQL does not answer, for `/ready`; nil while it does.
+    public var databaseOutage: PostgresPool.Outage? { self.client.outage }
     public let signer: TokenSigner
     public let limits: RecordLimits
     /// The time stamped on zones, assets and kept answers.
@@ -23,7 +26,7 @@ public final class RecordStore: Sendable {
         var ownerAccountID: Int64?
     }
 
-    public init(client: PostgresClient, signer: TokenSigner, limits: RecordLimits = RecordLimits(), clock: ServerClock = .system) {
+    public init(client: PostgresPool, signer: TokenSigner, limits: RecordLimits = RecordLimits(), clock: ServerClock = .system) {
         self.client = client
         self.signer = signer
         self.limits = limits

@@ -4,12 +4,12 @@ import PostgresNIO
 
 /// The stores on one PostgreSQL client, built the one way the server, every command and the tests build them.
 public struct Stores: Sendable {
-    public let client: PostgresClient
+    public let client: PostgresPool
     public let credentials: CredentialStore
     let clock: ServerClock
     let limits: RecordLimits
 
-    public init(client: PostgresClient, clock: ServerClock = .system, passwordHashLog2Rounds: Int = 15, limits: RecordLimits = RecordLimits()) {
+    public init(client: PostgresPool, clock: ServerClock = .system, passwordHashLog2Rounds: Int = 15, limits: RecordLimits = RecordLimits()) {
         self.client = client
         self.clock = clock
         self.limits = limits

@@ -7,14 +7,14 @@ import PostgresNIO
 /// command line's database options and the server configuration (its clock, password cost and limits).
 struct Live {
     let configuration: ServerConfiguration
-    let client: PostgresClient
+    let client: PostgresPool
     let stores: Stores
     let logger: Logger
 
     init(_ options: DatabaseOptions, configuration: ServerConfiguration = ServerConfiguration()) throws {
         self.configuration = configuration
         self.logger = options.logger
-        self.client = PostgresClient(configuration: try options.url().clientConfiguration(), backgroundLogger: self.logger)
+        self.client = PostgresPool(try options.url(), logger: self.logger)
         self.stores = Stores(
             client: self.client, clock: configuration.clock, passwordHashLog2Rounds: configuration.auth.passwordHashLog2Rounds,
             limits: configuration.limits)

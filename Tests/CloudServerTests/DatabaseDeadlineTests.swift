@@ -1,9 +1,20 @@
 import CloudCore
 @testable import CloudHTTP
+@testable import CloudPostgres
 import Testing
+import _ConnectionPoolModule
 
 /// The deadline must answer even when the work ignores cancellation (as a query caught by a database crash did).
 @Suite struct DatabaseDeadlineTests {
+    /// Issue 16 regression: PostgresNIO's circuit breaker error was answered as a 500.
+    @Test func aPoolThatGaveUpConnectingIsTryAgainLater() async throws {
+        await #expect {
+            try await translatingDatabaseErrors { throw ConnectionPoolError.connectionCreationCircuitBreakerTripped }
+        } throws: { error in
+            (error as? CloudError)?.code == .tryAgainLater && (error as? CloudError)?.retryAfter != nil
+        }
+    }
+
     @Test func answersTryAgainLaterWhenTheWorkNeverEnds() async throws {
         let time = ManualClock()
         let (release, finish) = AsyncStream<Void>.makeStream()

@@ -7,19 +7,19 @@ import Testing
     static let second = Migration(version: 2, name: "two", sql: "CREATE TABLE two (id int)")
 
     /// A database with no migrations applied.
-    static func withEmptyDatabase(_ body: (PostgresClientBox) async throws -> Void) async throws {
+    static func withEmptyDatabase(_ body: (PoolBox) async throws -> Void) async throws {
         let admin = try TestDatabase.adminURL()
         let name = "migrator_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
-        try await withPostgresClient(admin, maximumConnections: 1, logger: TestDatabase.logger) { client in
+        try await withDatabasePool(admin, maximumConnections: 1, logger: TestDatabase.logger) { client in
             try await client.query(.init(unsafeSQL: "CREATE DATABASE \(name)"), logger: TestDatabase.logger)
         }
-        try await withPostgresClient(admin.with(database: name), logger: TestDatabase.logger) { client in
-            try await body(PostgresClientBox(client: client))
+        try await withDatabasePool(admin.with(database: name), logger: TestDatabase.logger) { client in
+            try await body(PoolBox(client: client))
         }
     }
 
     @Test func appliesInOrderOnceAndReportsStatus() async throws {
-        try await Self.withEmptyDatabase { (box: PostgresClientBox) async throws in
+        try await Self.withEmptyDatabase { (box: PoolBox) async throws in
             let migrator = Migrator(client: box.client, migrations: [Self.first, Self.second], logger: TestDatabase.logger)
             #expect(try await migrator.pending().map(\.version) == [1, 2])
             #expect(try await migrator.migrate() == [1, 2])
@@ -29,7 +29,7 @@ import Testing
     }
 
     @Test func anEditedAppliedMigrationIsAClearError() async throws {
-        try await Self.withEmptyDatabase { (box: PostgresClientBox) async throws in
+        try await Self.withEmptyDatabase { (box: PoolBox) async throws in
             try await Migrator(client: box.client, migrations: [Self.first], logger: TestDatabase.logger).migrate()
             let edited = Migration(version: 1, name: "one", sql: Self.first.sql + " -- edited")
             let migrator = Migrator(client: box.client, migrations: [edited, Self.second], logger: TestDatabase.logger)
@@ -40,7 +40,7 @@ import Testing
     }
 
     @Test func concurrentMigratorsDoNotRace() async throws {
-        try await Self.withEmptyDatabase { (box: PostgresClientBox) async throws in
+        try await Self.withEmptyDatabase { (box: PoolBox) async throws in
             let migrations = [Self.first, Self.second]
             let applied = try await withThrowingTaskGroup(of: [Int].self) { group in
                 for _ in 0..<4 {
@@ -53,7 +53,7 @@ import Testing
     }
 
     @Test func aFailingMigrationLeavesNothingBehind() async throws {
-        try await Self.withEmptyDatabase { (box: PostgresClientBox) async throws in
+        try await Self.withEmptyDatabase { (box: PoolBox) async throws in
             let broken = Migration(version: 3, name: "broken", sql: "CREATE TABLE three (id int); SELECT no_such_function();")
             let migrator = Migrator(client: box.client, migrations: [Self.first, broken], logger: TestDatabase.logger)
             await #expect(throws: (any Error).self) { try await migrator.migrate() }
@@ -73,6 +73,6 @@ import Testing
 import PostgresNIO
 
 /// Lets a client cross into task-group closures in tests.
-struct PostgresClientBox: Sendable {
-    let client: PostgresClient
+struct PoolBox: Sendable {
+    let client: PostgresPool
 }

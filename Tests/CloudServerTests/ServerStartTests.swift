@@ -17,7 +17,7 @@ import Testing
 
     @Test func serveRefusesToStartWithPendingMigrationsUnlessToldToApplyThem() async throws {
         let url = try await TestDatabase.shared.makeDatabase()
-        try await withPostgresClient(url, logger: TestDatabase.logger) { client in
+        try await withDatabasePool(url, logger: TestDatabase.logger) { client in
             let stores = Stores(client: client, passwordHashLog2Rounds: 10)
             let migrations =
                 try Migration.load(from: TestDatabase.migrationsPath)

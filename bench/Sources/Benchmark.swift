@@ -33,16 +33,18 @@ struct Benchmark {
             base: "\(server)/database/1/iCloud.com.sportstime.bench/development/private",
             query: "ckAPIToken=\(apiToken)&ckWebAuthToken=\(webToken)", userRecordName: userRecordName,
             batches: Int(environment["BENCH_BATCHES"] ?? "") ?? 50, bigZoneRecords: Int(environment["BENCH_BIG_RECORDS"] ?? "") ?? 1_000_000)
-        try await Self.withClients(database: databaseText) { http, client, logger in try await bench.run(http: http, client: client, logger: logger) }
+        try await Self.withClients(database: databaseText) { http, client, logger in
+            try await bench.run(http: http, client: client.client, logger: logger)
+        }
     }
 
     /// Runs `body` with an HTTP client and a PostgreSQL client; a failure is printed, not thrown.
-    static func withClients(database: String, _ body: @Sendable (HTTPClient, PostgresClient, Logger) async throws -> Void) async throws {
+    static func withClients(database: String, _ body: @Sendable (HTTPClient, PostgresPool, Logger) async throws -> Void) async throws {
         var logger = Logger(label: "bench")
         logger.logLevel = .error
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(connectionPool: .init(idleTimeout: .seconds(30))))
         do {
-            try await withPostgresClient(try DatabaseURL(database), maximumConnections: 32, logger: logger) { client in
+            try await withDatabasePool(try DatabaseURL(database), maximumConnections: 32, logger: logger) { client in
                 try await body(http, client, logger)
             }
         } catch {

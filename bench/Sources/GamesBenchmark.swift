@@ -21,7 +21,7 @@ struct GamesBenchmark {
 
     var base: String { "\(self.server)/database/1/\(self.container)/development/public" }
 
-    func run(http: HTTPClient, client: PostgresClient, logger: Logger) async throws {
+    func run(http: HTTPClient, client: PostgresPool, logger: Logger) async throws {
         let dataset = try CanonicalDataset.load(from: self.datasetPath)
         let records = try await Stores(client: client).records(logger: logger)
         let importer = CanonicalImporter(records: records, logger: logger)

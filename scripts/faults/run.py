@@ -4,7 +4,8 @@
   scripts/faults/run [--quick] [--load-seconds N] [--only NAME ...]
 
 Scenarios: crash-batch (kill -9 during an atomic records/modify), crash-upload (kill -9 during an asset upload),
-db-restart (PostgreSQL crashed and restarted under load), sigterm (graceful shutdown drains a request) and load
+db-outage-1s/30s/120s (PostgreSQL crashed under load and away that long: 503s meanwhile, serving again
+within 2 s of its return), sigterm (graceful shutdown drains a request) and load
 (a mixed workload of several accounts). Each prints its figures; any broken promise fails the run. --quick is the
 CI set: every scenario, with a 20-second load. Standard library only.
 """
@@ -259,58 +260,72 @@ def crash_upload(ctx):
                                f"whole file's SHA-256 and the download was byte-identical")
 
 
-def db_restart(ctx):
-    """PostgreSQL crashes (immediate stop) and comes back under a write and poll load: the server stays up, answers
-    503 TRY_AGAIN_LATER with retryAfter meanwhile, reconnects by itself and keeps every acknowledged write."""
-    accounts = [ctx.account(f"db-restart-{i}") for i in range(3)]
+def db_outage(ctx, seconds):
+    """PostgreSQL crashes (immediate stop) and stays away `seconds` under a write load: the server stays up, answers
+    every request meanwhile with 503 TRY_AGAIN_LATER and retryAfter (never a 500, never a hang), /ready says why,
+    and within 2 s of PostgreSQL's return it serves again, whatever the outage's length; no acknowledged write is lost."""
+    name = f"db-outage-{seconds}s"
+    accounts = [ctx.account(f"{name}-{i}") for i in range(3)]
     acknowledged, statuses, lock = set(), {}, threading.Lock()
-    last_success_after_restart = []
+    first_success_after_restart = []
     stop = threading.Event()
     restarted_at = []
 
     def writer(account, index):
         sequence = 0
         while not stop.is_set():
-            name = f"w{index}-{sequence}"
+            record = f"w{index}-{sequence}"
             key = str(uuid.uuid4())
             while not stop.is_set():  # retry the same write (same key) until it is acknowledged
                 try:
-                    status, _, reply = account.call("records/modify", {"operations": [visit(name)]}, {"Idempotency-Key": key}, timeout=15)
+                    status, _, reply = account.call("records/modify", {"operations": [visit(record)]}, {"Idempotency-Key": key}, timeout=15)
                 except OSError:
                     status, reply = "connection error", None
                 with lock:
                     statuses[status] = statuses.get(status, 0) + 1
                 if status == 200 and "serverErrorCode" not in reply["records"][0]:
                     with lock:
-                        acknowledged.add((index, name))
-                        if restarted_at:
-                            last_success_after_restart.append(time.time())
+                        acknowledged.add((index, record))
+                        if restarted_at and not first_success_after_restart:
+                            first_success_after_restart.append(time.time())
                     break
                 if status == 503:
                     expect(reply.get("serverErrorCode") in ("TRY_AGAIN_LATER", "THROTTLED") and reply.get("retryAfter"), f"503 without retryAfter: {reply}")
-                time.sleep(0.2)
+                time.sleep(0.1)
             sequence += 1
 
     threads = [threading.Thread(target=lambda a=a, i=i: _record_failure(ctx, lambda: writer(a, i))) for i, a in enumerate(accounts)]
     for thread in threads:
         thread.start()
-    time.sleep(3)
+    time.sleep(2)
     before = len(acknowledged)
     crashed_at = time.time()
     ctx.postgres.crash()
-    time.sleep(8)  # longer than the server's 3 s database deadline: requests meanwhile get 503
+    ready = []
+
+    def ask_ready():  # in its own thread: /ready may take its 2 s deadline, and the outage length must stay exact
+        status, _, body = request(ctx.server.port, "GET", "/ready", timeout=10)
+        ready.append((status, json.loads(body or b"{}")))
+
+    time.sleep(min(seconds, 3) * 0.5)
+    asker = threading.Thread(target=ask_ready)
+    asker.start()
+    time.sleep(max(0.0, crashed_at + seconds - time.time()))
     ctx.postgres.start()
+    asker.join()
+    ready = ready[0] if ready else None
     restarted_at.append(time.time())
     deadline = time.time() + 30
-    while time.time() < deadline and not last_success_after_restart:
-        time.sleep(0.1)
-    time.sleep(2)
+    while time.time() < deadline and not first_success_after_restart:
+        time.sleep(0.02)
+    time.sleep(1)
     stop.set()
     for thread in threads:
         thread.join()
     expect(ctx.server.process.poll() is None, "the server died while the database was away")
-    expect(last_success_after_restart, "no write succeeded within 30 s of the database coming back")
-    recovery = last_success_after_restart[0] - restarted_at[0]
+    expect(first_success_after_restart, "no write succeeded within 30 s of the database coming back")
+    recovery = first_success_after_restart[0] - restarted_at[0]
+    expect(recovery <= 2.0, f"the server took {recovery:.1f} s to serve again after a {seconds} s outage (goal: 2 s)")
     names = [live_names(a) for a in accounts]
     missing = [(i, n) for i, n in acknowledged if n not in names[i]]
     expect(not missing, f"{len(missing)} acknowledged writes are gone: {missing[:5]}")
@@ -318,9 +333,15 @@ def db_restart(ctx):
     expect(not server_errors, f"answers other than 503 during the outage: {server_errors}")
     expect(statuses.get(503), "no 503 TRY_AGAIN_LATER was seen while the database was away")
     expect("connection error" not in statuses, f"{statuses.get('connection error')} requests got no answer (timeout or reset)")
-    ctx.report("db-restart", f"{len(acknowledged)} writes acknowledged ({before} before the crash), all {len(acknowledged)} found "
-                             f"after recovery; database down {restarted_at[0] - crashed_at:.1f} s; first write "
-                             f"{recovery:.1f} s after it was back; answers seen: {dict(sorted(statuses.items(), key=str))}")
+    expect(ready and ready[0] == 503 and ready[1].get("reason"), f"/ready during the outage: {ready}")
+    ctx.report(name, f"database down {restarted_at[0] - crashed_at:.1f} s: {len(acknowledged)} writes acknowledged ({before} before), "
+                     f"all found after recovery; first write {recovery:.2f} s after it was back; answers seen: "
+                     f"{dict(sorted(statuses.items(), key=str))}; /ready said {ready[1].get('reason')!r}")
+
+
+# Outage lengths (seconds) the db-outage scenarios hold the database away: short, past PostgresNIO's 15 s circuit
+# breaker, and past its one-minute connection backoff.
+OUTAGES = [1, 30, 120]
 
 
 def _record_failure(ctx, action):
@@ -470,7 +491,8 @@ def main():
         api_token = server.cli("tokens", "create", "--label", "faults").strip()
         server.start()
         ctx = Context(server, postgres, api_token)
-        scenarios = {"crash-batch": crash_batch, "crash-upload": crash_upload, "db-restart": db_restart,
+        scenarios = {"crash-batch": crash_batch, "crash-upload": crash_upload,
+                     **{f"db-outage-{n}s": (lambda c, n=n: db_outage(c, n)) for n in OUTAGES},
                      "sigterm": sigterm, "load": lambda c: load(c, load_seconds)}
         for name, scenario in scenarios.items():
             if args.only and name not in args.only:

@@ -49,7 +49,7 @@ actor TestDatabase {
         let admin = try Self.adminURL()
         let template = try await self.migratedTemplate(admin)
         let name = "test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
-        try await withPostgresClient(admin, maximumConnections: 1, logger: Self.logger) { client in
+        try await withDatabasePool(admin, maximumConnections: 1, logger: Self.logger) { client in
             try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name) TEMPLATE \(template)"), logger: Self.logger)
         }
         return admin.with(database: name)
@@ -58,10 +58,10 @@ actor TestDatabase {
     private func migratedTemplate(_ admin: DatabaseURL) async throws -> String {
         if let template { return template }
         let name = "template_\(ProcessInfo.processInfo.processIdentifier)_\(Int(Date().timeIntervalSince1970))"
-        try await withPostgresClient(admin, maximumConnections: 1, logger: Self.logger) { client in
+        try await withDatabasePool(admin, maximumConnections: 1, logger: Self.logger) { client in
             try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: Self.logger)
         }
-        try await withPostgresClient(admin.with(database: name), maximumConnections: 1, logger: Self.logger) { client in
+        try await withDatabasePool(admin.with(database: name), maximumConnections: 1, logger: Self.logger) { client in
             try await Migrator(client: client, migrations: try Migration.load(from: Self.migrationsPath), logger: Self.logger).migrate()
         }
         self.template = name

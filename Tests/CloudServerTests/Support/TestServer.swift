@@ -139,7 +139,7 @@ func withTestStore(_ configuration: ServerConfiguration = ServerConfiguration(),
     configuration.assetsPath = NSTemporaryDirectory() + "stadiumcloud-test-assets-" + UUID().uuidString
     configuration.auth.passwordHashLog2Rounds = 10
     defer { try? FileManager.default.removeItem(atPath: configuration.assetsPath) }
-    try await withPostgresClient(url, logger: TestDatabase.logger) { [configuration] client in
+    try await withDatabasePool(url, logger: TestDatabase.logger) { [configuration] client in
         let stores = Stores(
             client: client, clock: configuration.clock, passwordHashLog2Rounds: configuration.auth.passwordHashLog2Rounds,
             limits: configuration.limits)

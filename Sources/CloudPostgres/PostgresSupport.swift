@@ -1,35 +1,9 @@
 import CloudCore
 import Logging
 import PostgresNIO
+import _ConnectionPoolModule
 
-extension PostgresClient {
-    /// Runs `body` in one transaction: committed when it returns, rolled back when it throws, and the body's own
-    /// error is rethrown unchanged (PostgresNIO's `withTransaction` wraps it).
-    func transaction<Result: Sendable>(
-        logger: Logger, _ body: (PostgresConnection) async throws -> Result
-    ) async throws -> Result {
-        try await translatingDatabaseErrors {
-            try await self.withConnection { connection in
-                try await connection.query("BEGIN", logger: logger)
-                do {
-                    let result = try await body(connection)
-                    try await connection.query("COMMIT", logger: logger)
-                    return result
-                } catch {
-                    _ = try? await connection.query("ROLLBACK", logger: logger)
-                    throw error
-                }
-            }
-        }
-    }
-
-    /// Runs `body` on a pooled connection, translating transient database failures.
-    func reading<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
-        try await translatingDatabaseErrors { try await self.withConnection(body) }
-    }
-}
-
-/// Transient database failures (connection lost, server restarting, deadlock, serialization failure) become
+/// Transient database failures (connection lost, server restarting or unreachable, deadlock, serialization failure) become
 /// TRY_AGAIN_LATER with a retry hint; everything else propagates and is answered as a generic 500 by the edge.
 func translatingDatabaseErrors<Result>(_ body: () async throws -> Result) async throws -> Result {
     do {
@@ -40,6 +14,9 @@ func translatingDatabaseErrors<Result>(_ body: () async throws -> Result) async 
             // 40001 serialization, 40P01 deadlock, 57P01-03 shutdown/cannot connect, 53300 too many connections.
             guard ["40001", "40P01", "57P01", "57P02", "57P03", "53300"].contains(state) else { throw error }
         }
+        throw CloudError(.tryAgainLater, "the database is unavailable right now; retry shortly", retryAfter: 2)
+    } catch is ConnectionPoolError {
+        // The pool gave up connecting for now (its circuit breaker) or was replaced (PostgresPool): transient too.
         throw CloudError(.tryAgainLater, "the database is unavailable right now; retry shortly", retryAfter: 2)
     }
 }

@@ -1,4 +1,3 @@
-import CloudCore
 import Synchronization
 
 /// Runs `body`, or gives up with TRY_AGAIN_LATER after `limit`. While PostgreSQL is away a query waits for a
@@ -6,7 +5,7 @@ import Synchronization
 /// been seen never to finish; the answer must wait for neither. On timeout `body` is cancelled and left to end
 /// on its own; a write it was making either committed before or rolls back. The wait is `clock`'s, so tests
 /// decide when the deadline passes.
-func withDatabaseDeadline<T: Sendable>(
+public func withDatabaseDeadline<T: Sendable>(
     _ limit: Duration, clock: ServerClock = .system, _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     let race = DeadlineRace<T>()
