@@ -19,10 +19,13 @@ struct TombstonePurgeService: Service {
         await runPeriodically(every: self.interval) {
             let cutoff = self.clock.now - self.retention.milliseconds
             do {
-                let purged = try await self.records.purgeTombstones(olderThanMs: cutoff, logger: self.logger)
-                try await self.credentials.purgeExpired(signatureWindowMs: self.signatureWindowMs, logger: self.logger)
-                try await self.records.purgeIdempotentWrites(olderThanMs: self.clock.now - 86_400_000, logger: self.logger)
-                self.logger.info("purged tombstones", metadata: ["records": "\(purged.records)", "zones": "\(purged.zones)"])
+                // One process purges at a time; the others skip this round.
+                try await self.records.exclusively("tombstone-purge", logger: self.logger) {
+                    let purged = try await self.records.purgeTombstones(olderThanMs: cutoff, logger: self.logger)
+                    try await self.credentials.purgeExpired(signatureWindowMs: self.signatureWindowMs, logger: self.logger)
+                    try await self.records.purgeIdempotentWrites(olderThanMs: self.clock.now - 86_400_000, logger: self.logger)
+                    self.logger.info("purged tombstones", metadata: ["records": "\(purged.records)", "zones": "\(purged.zones)"])
+                }
             } catch {
                 self.logger.error("tombstone purge failed: \(String(reflecting: error))")
             }
@@ -54,7 +57,8 @@ struct AssetCollectorService: Service {
     func run() async throws {
         await runPeriodically(every: self.configuration.assetCollectionInterval) {
             do {
-                try await self.collect()
+                // One process collects at a time; the others skip this round.
+                try await self.records.exclusively("asset-collector", logger: self.logger) { try await self.collect() }
             } catch {
                 self.logger.error("asset collection failed: \(String(reflecting: error))")
             }

@@ -27,8 +27,8 @@ public struct ServerKeyInfo: Sendable {
 /// only as hashes (tokens: SHA-256; passwords: scrypt) or as public keys (docs/AUTH.md).
 public final class CredentialStore: Sendable {
     let client: PostgresPool
-    /// Recently verified tokens and keys, so a request does not cost a lookup each time; revocation takes effect
-    /// within `cacheLifetime`.
+    /// Recently verified tokens and keys, so a request does not cost a lookup each time; a revocation made by another
+    /// server process takes effect here within `cacheLifetime` (1 s: issue 16's bound for several processes).
     private let cache = Mutex<[Data: (value: CachedCredential, expires: ContinuousClock.Instant)]>([:])
     let cacheLifetime: Duration
     let hasher: PasswordHasher
@@ -52,7 +52,7 @@ public final class CredentialStore: Sendable {
     }
 
     public init(
-        client: PostgresPool, hasher: PasswordHasher = PasswordHasher(), clock: ServerClock = .system, cacheLifetime: Duration = .seconds(10)
+        client: PostgresPool, hasher: PasswordHasher = PasswordHasher(), clock: ServerClock = .system, cacheLifetime: Duration = .seconds(1)
     ) {
         self.client = client
         self.hasher = hasher

@@ -109,3 +109,23 @@ public final class RecordStore: Sendable {
         }
     }
 }
+
+extension RecordStore {
+    /// Runs `job` unless another server process runs the job called `name` right now, so N processes run a
+    /// periodic job once, not N times at once: a PostgreSQL advisory lock, held on one connection for the job's
+    /// duration and released with it (or by PostgreSQL when the process dies). Nil when another process had it.
+    public func exclusively<Result: Sendable>(_ name: String, logger: Logger, _ job: () async throws -> Result) async throws -> Result? {
+        try await self.client.reading { connection in
+            let key = "stadiumcloud:" + name
+            var acquired = false
+            for try await got in try await connection.query("SELECT pg_try_advisory_lock(hashtext(\(key))::int8)", logger: logger).decode(Bool.self) {
+                acquired = got
+            }
+            guard acquired else { return nil }
+            let result: Swift.Result<Result, any Error>
+            do { result = .success(try await job()) } catch { result = .failure(error) }
+            _ = try? await connection.query("SELECT pg_advisory_unlock(hashtext(\(key))::int8)", logger: logger)
+            return try result.get()
+        }
+    }
+}

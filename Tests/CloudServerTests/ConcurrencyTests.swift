@@ -94,3 +94,30 @@ final class ManagedAtomicFlag: Sendable {
 }
 
 import Synchronization
+
+extension ConcurrencyTests {
+    /// Several server processes run the tombstone purge and the asset collector once at a time, not N times at once.
+    @Test func aPeriodicJobRunsInOneProcessAtATime() async throws {
+        try await TestServer.run { server in
+            let records = server.dependencies.records
+            let (started, startedSignal) = AsyncStream<Void>.makeStream()
+            let (release, releaseSignal) = AsyncStream<Void>.makeStream()
+            let first = Task {
+                try await records.exclusively("test-job", logger: TestDatabase.logger) { () async -> Int in
+                    startedSignal.yield()
+                    for await _ in release { break }
+                    return 1
+                }
+            }
+            for await _ in started { break }
+            // Another "process" (another connection) finds the job running and skips it.
+            let skipped = try await records.exclusively("test-job", logger: TestDatabase.logger) { 2 }
+            let other = try await records.exclusively("other-job", logger: TestDatabase.logger) { 3 }
+            #expect(skipped == nil && other == 3)
+            releaseSignal.yield()
+            #expect(try await first.value == 1)
+            let again = try await records.exclusively("test-job", logger: TestDatabase.logger) { 4 }
+            #expect(again == 4, "released when the job ended")
+        }
+    }
+}

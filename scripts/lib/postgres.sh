@@ -16,6 +16,7 @@ ensure_packages() {
     dpkg -s libcurl4-openssl-dev >/dev/null 2>&1 || missing+=(libcurl4-openssl-dev)
     dpkg -s libsqlite3-dev >/dev/null 2>&1 || missing+=(libsqlite3-dev)
     dpkg -s zlib1g-dev >/dev/null 2>&1 || missing+=(zlib1g-dev)  # gzip answers (Sources/CZlib)
+    command -v nginx >/dev/null 2>&1 || missing+=(nginx-light)  # the load balancer of the cluster fault scenario
     if [ ${#missing[@]} -gt 0 ]; then
         echo "Installing ${missing[*]} from apt…" >&2
         local sudo=""
