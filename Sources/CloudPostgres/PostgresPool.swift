@@ -84,7 +84,7 @@ public final class PostgresPool: Service, Sendable {
     func watch() async {
         while !Task.isCancelled {
             do { try await Task.sleep(for: self.checkInterval) } catch { return }
-            if let failure = await self.failure(of: { try await self.client.query("SELECT 1", logger: self.logger) }) {
+            if let failure = await self.failure(within: self.checkInterval, { try await self.client.query("SELECT 1", logger: self.logger) }) {
                 await self.outage(first: failure)
             }
         }
@@ -97,12 +97,16 @@ public final class PostgresPool: Service, Sendable {
         self.logger.warning("PostgreSQL does not answer (\(failure)); probing it every \(self.probeInterval)")
         var wasDown = false
         while !Task.isCancelled {
-            guard let failure = await self.failure(of: { try await self.probe() }) else { break }
+            guard let failure = await self.failure(within: self.checkInterval, { try await self.probe() }) else { break }
             wasDown = true
             self.state.withLock { $0.outage = Outage(since: $0.outage?.since ?? Timestamp.now, reason: failure, confirmed: true) }
             do { try await Task.sleep(for: self.probeInterval) } catch { return }
         }
-        if wasDown, !Task.isCancelled {
+        // A client that got its connections back by itself (a short outage) keeps serving what is in flight; one
+        // still backing off is replaced. Asked briefly: a live connection answers in milliseconds.
+        if wasDown, !Task.isCancelled,
+            await self.failure(within: self.probeInterval, { try await self.client.query("SELECT 1", logger: self.logger) }) != nil
+        {
             self.start(Self.client(self.url, self.maximumConnections, self.logger))
             self.replaced.withLock { $0 += 1 }
             self.logger.notice("PostgreSQL answers again; connecting afresh")
@@ -119,10 +123,10 @@ public final class PostgresPool: Service, Sendable {
         try await connection.close()
     }
 
-    /// Why `body` failed or did not finish within the check interval; nil when it worked.
-    func failure(of body: @escaping @Sendable () async throws -> Void) async -> String? {
+    /// Why `body` failed or did not finish within `limit`; nil when it worked.
+    func failure(within limit: Duration, _ body: @escaping @Sendable () async throws -> Void) async -> String? {
         do {
-            try await withDatabaseDeadline(self.checkInterval) { try await body() }
+            try await withDatabaseDeadline(limit) { try await body() }
             return nil
         } catch let error as CloudError {
             return error.reason
