@@ -43,9 +43,7 @@ extension StadiumCloudClient {
         _ file: URL, toVisit visitName: String, caption: String? = nil, thumbnail: URL? = nil, captureDate: Int64? = nil,
         location: (latitude: Double, longitude: Double)? = nil, progress: @Sendable (TransferProgress) -> Void = { _ in }
     ) async throws -> Photo {
-        guard try self.store.record(visitName, scope: .private)?.recordType == "StadiumVisit" else {
-            throw SyncError(code: ServerErrorCode.notFound.rawValue, reason: "no visit \(visitName) on this device", status: 0)
-        }
+        _ = try self.visitRecord(visitName)
         // Named after the visit and the file, so a rerun after an interruption finds its unfinished upload.
         let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
         let identity = "\(visitName)|\(file.standardizedFileURL.path)|\((attributes[.size] as? NSNumber)?.int64Value ?? 0)"

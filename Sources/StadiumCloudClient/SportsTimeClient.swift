@@ -187,9 +187,7 @@ public final class StadiumCloudClient: Sendable {
     public func addVisit(stadiumID: String, date: Int64, type: String = "game", notes: String? = nil, details: VisitDetails = VisitDetails())
         throws -> Visit
     {
-        guard ["game", "tour", "other"].contains(type) else {
-            throw SyncError(code: "BAD_REQUEST", reason: "a visit type is game, tour or other, not \(type)", status: 0)
-        }
+        try Self.checkVisitType(type)
         let stadium = try self.requireStadium(stadiumID)
         var fields: [String: FieldValue?] = [
             "stadium": Self.reference(stadiumID),
@@ -210,9 +208,7 @@ public final class StadiumCloudClient: Sendable {
     /// `correctedFields`, and an `.automatic` fill (trip planner, photo import, score lookup) never overwrites them:
     /// the seed's "preserve the original".
     public func setDetails(_ details: VisitDetails, forVisit recordName: String, by author: VisitDetails.Author = .person) throws {
-        guard let visit = try self.store.record(recordName, scope: .private), visit.recordType == "StadiumVisit" else {
-            throw SyncError(code: ServerErrorCode.notFound.rawValue, reason: "no visit \(recordName) on this device", status: 0)
-        }
+        let visit = try self.visitRecord(recordName)
         let corrected = Set(visit.fields["correctedFields"]?.value.arrayValue?.compactMap(\.stringValue) ?? [])
         var fields: [String: FieldValue?] = details.fields
         switch author {
@@ -229,20 +225,30 @@ public final class StadiumCloudClient: Sendable {
 
     /// Moves a visit to another day or changes its type; its venue name of the day follows unless the person set it.
     public func setDate(_ date: Int64, type: String? = nil, forVisit recordName: String) throws {
-        guard let visit = try self.store.record(recordName, scope: .private), visit.recordType == "StadiumVisit",
-            let stadium = visit.reference("stadium")
-        else { throw SyncError(code: ServerErrorCode.notFound.rawValue, reason: "no visit \(recordName) on this device", status: 0) }
-        if let type, !["game", "tour", "other"].contains(type) {
-            throw SyncError(code: "BAD_REQUEST", reason: "a visit type is game, tour or other, not \(type)", status: 0)
-        }
+        let visit = try self.visitRecord(recordName)
+        if let type { try Self.checkVisitType(type) }
         var fields: [String: FieldValue?] = ["visitDate": FieldValue(type: .timestamp, value: .int(date))]
         if let type { fields["visitType"] = FieldValue(type: .string, value: .string(type)) }
         let corrected = visit.fields["correctedFields"]?.value.arrayValue?.contains(.string("stadiumNameAtVisit")) ?? false
-        if !corrected, let name = try self.stadiumNameAtVisit(stadium, date) {
+        if !corrected, let stadium = visit.reference("stadium"), let name = try self.stadiumNameAtVisit(stadium, date) {
             fields["stadiumNameAtVisit"] = FieldValue(type: .string, value: .string(name))
         }
         try self.store.save(recordName, type: "StadiumVisit", fields: fields)
         try self.updateAchievements()
+    }
+
+    /// The visit with this name on this device, or NOT_FOUND.
+    func visitRecord(_ recordName: String) throws -> LocalRecord {
+        guard let visit = try self.store.record(recordName, scope: .private), visit.recordType == "StadiumVisit" else {
+            throw SyncError(code: ServerErrorCode.notFound.rawValue, reason: "no visit \(recordName) on this device", status: 0)
+        }
+        return visit
+    }
+
+    static func checkVisitType(_ type: String) throws {
+        guard ["game", "tour", "other"].contains(type) else {
+            throw SyncError(code: "BAD_REQUEST", reason: "a visit type is game, tour or other, not \(type)", status: 0)
+        }
     }
 
     /// The venue's name on the visit's day at the venue (its local date, as alias dates are).
@@ -272,9 +278,7 @@ public final class StadiumCloudClient: Sendable {
 
     /// Changes a visit's notes (nil clears them).
     public func setNotes(_ notes: String?, forVisit recordName: String) throws {
-        guard try self.store.record(recordName, scope: .private)?.recordType == "StadiumVisit" else {
-            throw SyncError(code: ServerErrorCode.notFound.rawValue, reason: "no visit \(recordName) on this device", status: 0)
-        }
+        _ = try self.visitRecord(recordName)
         try self.store.save(recordName, type: "StadiumVisit", fields: ["notes": notes.map { FieldValue(type: .string, value: .string($0)) }])
     }
 
