@@ -10,6 +10,9 @@ import Synchronization
 public final class CanonicalEndpoints: Sendable {
     let records: RecordStore
     private let cache = Mutex<[Int64: (head: Int64, catalog: Task<CanonicalCatalog, any Error>)]>([:])
+    /// The change-head read in flight per database: requests that arrive while one runs share its answer, so 32
+    /// concurrent requests cost one query, not 32. Its answer is at most one query's time old.
+    private let headReads = Mutex<[Int64: Task<Int64, any Error>]>([:])
 
     public init(records: RecordStore) { self.records = records }
 
@@ -28,7 +31,7 @@ public final class CanonicalEndpoints: Sendable {
 
     func catalog(for database: DatabaseRef, logger: Logger) async throws -> CanonicalCatalog {
         guard database.scope == .public else { throw CloudError.badRequest("canonical/* answers from the public database only") }
-        let head = try await self.records.changeHead(of: database, logger: logger)
+        let head = try await self.changeHead(of: database, logger: logger)
         let task = self.cache.withLock { cache in
             if let cached = cache[database.id], cached.head == head { return cached.catalog }
             let records = self.records
@@ -46,6 +49,18 @@ public final class CanonicalEndpoints: Sendable {
             self.cache.withLock { cache in if cache[database.id]?.head == head { cache[database.id] = nil } }
             throw error
         }
+    }
+
+    func changeHead(of database: DatabaseRef, logger: Logger) async throws -> Int64 {
+        let records = self.records
+        let read = self.headReads.withLock { reads in
+            if let running = reads[database.id] { return running }
+            let task = Task { try await records.changeHead(of: database, logger: logger) }
+            reads[database.id] = task
+            return task
+        }
+        defer { self.headReads.withLock { reads in if reads[database.id] == read { reads[database.id] = nil } } }
+        return try await read.value
     }
 
     func directory(for database: DatabaseRef, logger: Logger) async throws -> CanonicalDirectory {
