@@ -377,6 +377,27 @@ class Nginx:
         subprocess.run(["rm", "-rf", self.dir])
 
 
+class Device:
+    """The SDK's CLI (stadiumcloud-client) with a store of its own, signed in to a server or balancer."""
+
+    def __init__(self, ctx, port):
+        self.binary = os.path.join(os.path.dirname(ctx.server.binary), "stadiumcloud-client")
+        self.store = tempfile.mktemp(prefix="stadiumcloud-device.", suffix=".sqlite")
+        self.env = {**os.environ, "STADIUMCLOUD_PASSWORD": f"device-{uuid.uuid4().hex}", "STADIUMCLOUD_API_TOKEN": ctx.api_token}
+        name = f"device-{uuid.uuid4().hex[:6]}"
+        ctx.server.cli("accounts", "create", name, "--password-stdin", stdin=self.env["STADIUMCLOUD_PASSWORD"] + "\n")
+        self.run("signin", name, "--server", f"http://127.0.0.1:{port}", "--container", CONTAINER)
+
+    def run(self, *args):
+        return subprocess.run([self.binary, *args, "--store", self.store], cwd=ROOT, check=True, text=True, capture_output=True,
+                              env=self.env).stdout
+
+    def sync(self):
+        """(exit status, output) of one `sync`."""
+        done = subprocess.run([self.binary, "sync", "--store", self.store], cwd=ROOT, text=True, capture_output=True, env=self.env)
+        return done.returncode, done.stdout + done.stderr
+
+
 def cluster(ctx):
     """Three server processes on one PostgreSQL behind nginx: under a write load through the balancer, one process is
     killed with -9 and another restarted (a rolling restart). Clients retry with their keys through nginx: no
@@ -389,6 +410,11 @@ def cluster(ctx):
     nginx = Nginx([server.port for server in servers])
     balancer = type("Balancer", (), {"port": nginx.port, "cli": ctx.server.cli})()
     accounts = [Account(balancer, ctx.api_token, f"cluster-{i}-{uuid.uuid4().hex[:6]}") for i in range(4)]
+    # A device (the SDK's CLI) signed in through the balancer, with 30 visits queued, syncs during the restarts.
+    device = Device(ctx, nginx.port)
+    for n in range(30):
+        device.run("visits", "add", "stadium_mlb_oracle_park", "--date", f"2024-05-{1 + n % 28:02d}", "--notes", f"cluster {n}")
+    device_result = []
     acknowledged, statuses, twice, lock = set(), {}, [], threading.Lock()
     stop = threading.Event()
 
@@ -417,8 +443,10 @@ def cluster(ctx):
     threads = [threading.Thread(target=lambda a=a, i=i: _record_failure(ctx, lambda: writer(a, i))) for i, a in enumerate(accounts)]
     for thread in threads:
         thread.start()
+    syncing = threading.Thread(target=lambda: device_result.append(device.sync()))
     try:
         time.sleep(2)
+        syncing.start()
         servers[1].kill9()
         time.sleep(1)
         servers[2].process.send_signal(signal.SIGTERM)  # rolling restart: one process at a time
@@ -430,7 +458,16 @@ def cluster(ctx):
         stop.set()
         for thread in threads:
             thread.join(timeout=60)
+        if syncing.ident:  # started
+            syncing.join(timeout=120)
     expect(not any(thread.is_alive() for thread in threads), "a client did not finish within 60 s")
+    # The SDK retries what the restarts cut; a sync that ran into a dead process ends with edits still queued, and
+    # the next one sends them.
+    expect(device_result, "the device's sync did not finish")
+    final = device.sync()
+    expect(final[0] == 0, f"the device's sync after the restarts failed: {final[1][-300:]}")
+    synced = device.run("visits", "list")
+    expect("not synced" not in synced, f"the device's visits did not all reach the server: {synced[-300:]}")
     names = [live_names(a) for a in accounts]
     missing = [(i, n) for i, n in acknowledged if n not in names[i]]
     expect(not missing, f"{len(missing)} acknowledged writes are gone: {missing[:5]}")
@@ -442,7 +479,8 @@ def cluster(ctx):
         server.process.send_signal(signal.SIGTERM)
         server.process.wait(timeout=30)
     ctx.report("cluster", f"3 processes behind nginx, one killed with -9 and one restarted under load: {len(acknowledged)} records "
-                          f"acknowledged in batches of 5, all found, none applied twice; answers seen: {dict(sorted(statuses.items(), key=str))}")
+                          f"acknowledged in batches of 5, all found, none applied twice; answers seen: {dict(sorted(statuses.items(), key=str))}; "
+                          f"the device's sync during the restarts exited {device_result[0][0]}, and its 30 visits all reached the server")
 
 
 def _record_failure(ctx, action):
