@@ -238,14 +238,25 @@ struct Benchmark {
 
     func emptyPolls(_ http: HTTPClient, token: String, connections: Int, total: Int) async throws -> (rate: Double, p99: Double) {
         let body = JSONWriter.encode(["zones": [["zoneID": ["zoneName": "_defaultZone"], "syncToken": .string(token)]]])
+        let result = try await Self.concurrently(connections: connections, total: total) { _, _ in
+            _ = try await self.postRaw(http, "changes/zone", body)
+        }
+        return (result.rate, result.p99)
+    }
+
+    /// `total` calls of `request` (given its loop and its index in the loop) over `connections` concurrent loops: the
+    /// rate, and the latency percentiles in milliseconds.
+    static func concurrently(connections: Int, total: Int, _ request: @escaping @Sendable (Int, Int) async throws -> Void) async throws -> (
+        rate: Double, p50: Double, p99: Double
+    ) {
         let start = ContinuousClock.now
         let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
-            for _ in 0..<connections {
+            for loop in 0..<connections {
                 group.addTask {
                     var latencies: [Double] = []
-                    for _ in 0..<(total / connections) {
+                    for index in 0..<(total / connections) {
                         let begin = ContinuousClock.now
-                        _ = try await self.postRaw(http, "changes/zone", body)
+                        try await request(loop, index)
                         latencies.append(Self.seconds(ContinuousClock.now - begin) * 1000)
                     }
                     return latencies
@@ -254,7 +265,7 @@ struct Benchmark {
             return try await group.reduce(into: [Double]()) { $0 += $1 }.sorted()
         }
         let elapsed = Self.seconds(ContinuousClock.now - start)
-        return (Double(latencies.count) / elapsed, latencies[Int(Double(latencies.count) * 0.99)])
+        return (Double(latencies.count) / elapsed, latencies[latencies.count / 2], latencies[Int(Double(latencies.count) * 0.99)])
     }
 
     /// Median milliseconds of a 200-change delta (one page) over 20 rounds.

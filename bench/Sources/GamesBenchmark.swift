@@ -142,28 +142,14 @@ struct GamesBenchmark {
     func load(_ http: HTTPClient, path: String, bodies: [String], connections: Int, total: Int) async throws -> (
         rate: Double, p50: Double, p99: Double
     ) {
-        let start = ContinuousClock.now
-        let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
-            for loop in 0..<connections {
-                group.addTask {
-                    var latencies: [Double] = []
-                    for index in 0..<(total / connections) {
-                        var request = HTTPClientRequest(url: "\(self.base)/\(path)?\(self.query)")
-                        request.method = .POST
-                        request.body = .bytes(ByteBuffer(string: bodies[(loop * 31 + index) % bodies.count]))
-                        let begin = ContinuousClock.now
-                        let response = try await http.execute(request, timeout: .seconds(60))
-                        _ = try await response.body.collect(upTo: 64 << 20)
-                        guard response.status == .ok else { throw BenchError("\(path) answered \(response.status)") }
-                        latencies.append(Benchmark.seconds(ContinuousClock.now - begin) * 1000)
-                    }
-                    return latencies
-                }
-            }
-            return try await group.reduce(into: [Double]()) { $0 += $1 }.sorted()
+        try await Benchmark.concurrently(connections: connections, total: total) { loop, index in
+            var request = HTTPClientRequest(url: "\(self.base)/\(path)?\(self.query)")
+            request.method = .POST
+            request.body = .bytes(ByteBuffer(string: bodies[(loop * 31 + index) % bodies.count]))
+            let response = try await http.execute(request, timeout: .seconds(60))
+            _ = try await response.body.collect(upTo: 64 << 20)
+            guard response.status == .ok else { throw BenchError("\(path) answered \(response.status)") }
         }
-        let elapsed = Benchmark.seconds(ContinuousClock.now - start)
-        return (Double(latencies.count) / elapsed, latencies[latencies.count / 2], latencies[Int(Double(latencies.count) * 0.99)])
     }
 
     static func ms(since start: ContinuousClock.Instant) -> Int { Int(Benchmark.seconds(ContinuousClock.now - start) * 1000) }
