@@ -49,22 +49,22 @@ extension DatabaseController {
             throw CloudError.badRequest("at most \(self.records.limits.maxOperations) assets per request")
         }
         let zone = try self.zone(call.body, in: call)
-        let wanted = entries.compactMap { try? $0.entry.get() }
+        let wanted = readable(entries)
         let fields = Array(Set(wanted.map(\.field)))
-        var found = try await self.records.lookup(
-            wanted.map { ($0.name, fields) }, zoneName: zone, in: call.database, logger: call.logger
-        ).makeIterator()
+        let found = try await self.records.lookup(wanted.map { ($0.name, fields) }, zoneName: zone, in: call.database, logger: call.logger)
         let owner = assetOwner(call.database)
         let lifetime = self.configuration.receiptLifetimeSeconds
         var writer = WireWriter()
         try writer.object { writer in
             try writer.list("assets") { writer in
-                for (raw, entry) in entries {
-                    guard case .success(let (name, field)) = entry else {
-                        if case .failure(let error) = entry { writer.itemError(error, key: "recordName", name: raw["recordName"]?.stringValue ?? "") }
+                for (raw, answer) in answered(entries, found) {
+                    guard case .success(let ((name, field), record)) = answer else {
+                        if case .failure(let error) = answer {
+                            writer.itemError(error, key: "recordName", name: raw["recordName"]?.stringValue ?? "")
+                        }
                         continue
                     }
-                    guard let record = found.next() ?? nil,
+                    guard let record,
                         let stored = try JSONValue.parse(Array(record.fieldsJSON.utf8))[field].flatMap(FieldValue.init(stored:)),
                         stored.type == .asset, let checksum = stored.value["fileChecksum"]?.stringValue, let size = stored.value["size"]?.int64Value
                     else {

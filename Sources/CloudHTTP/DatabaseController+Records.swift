@@ -108,22 +108,18 @@ extension DatabaseController {
         guard entries.count <= self.records.limits.maxOperations else {
             throw CloudError.badRequest("a lookup may name at most \(self.records.limits.maxOperations) records")
         }
-        var found = try await self.records.lookup(
-            entries.compactMap { try? $0.entry.get() }, zoneName: zone, in: call.database, logger: call.logger
-        ).makeIterator()
+        let found = try await self.records.lookup(readable(entries), zoneName: zone, in: call.database, logger: call.logger)
         var writer = try self.writer(call)
         writer.object { writer in
             writer.list("records") { writer in
-                for (raw, entry) in entries {
-                    switch entry {
+                for (raw, answer) in answered(entries, found) {
+                    switch answer {
                     case .failure(let error):
                         writer.itemError(error, key: "recordName", name: raw["recordName"]?.stringValue ?? "")
-                    case .success(let entry):
-                        if let record = found.next() ?? nil {
-                            writer.record(record, zoneName: zone, owner: call.database.ownerRecordName)
-                        } else {
-                            writer.itemError(.notFound("record \(entry.name) does not exist"), key: "recordName", name: entry.name)
-                        }
+                    case .success((_, let record?)):
+                        writer.record(record, zoneName: zone, owner: call.database.ownerRecordName)
+                    case .success((let entry, nil)):
+                        writer.itemError(.notFound("record \(entry.name) does not exist"), key: "recordName", name: entry.name)
                     }
                 }
             }

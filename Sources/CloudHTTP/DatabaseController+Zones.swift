@@ -19,23 +19,20 @@ extension DatabaseController {
             try self.zone(WireObject(.object(["zoneID": .object(zoneID.values)]), path: zoneID.path), in: call)
         }
         guard let entries else { throw CloudError.badRequest("zones is required") }
-        let names = entries.compactMap { try? $0.entry.get() }
-        var zones = try await self.records.lookupZones(names, in: call.database, logger: call.logger).makeIterator()
+        let zones = try await self.records.lookupZones(readable(entries), in: call.database, logger: call.logger)
         let owner = call.database.ownerRecordName
         var writer = WireWriter()
         writer.object { writer in
             writer.list("zones") { writer in
-                for (raw, entry) in entries {
-                    switch entry {
+                for (raw, answer) in answered(entries, zones) {
+                    switch answer {
                     case .failure(let error):
                         let name = raw["zoneName"]?.stringValue ?? ""
                         writer.itemError(error, key: "zoneID", name: name, zone: (name, owner))
-                    case .success(let name):
-                        if let zone = zones.next() ?? nil {
-                            writer.zone(zone, owner: owner)
-                        } else {
-                            writer.itemError(CloudError(.zoneNotFound, "zone \(name) does not exist"), key: "zoneID", name: name, zone: (name, owner))
-                        }
+                    case .success((_, let zone?)):
+                        writer.zone(zone, owner: owner)
+                    case .success((let name, nil)):
+                        writer.itemError(CloudError(.zoneNotFound, "zone \(name) does not exist"), key: "zoneID", name: name, zone: (name, owner))
                     }
                 }
             }
@@ -58,23 +55,19 @@ extension DatabaseController {
             throw CloudError.badRequest("a request may hold at most \(self.records.limits.maxOperations) operations")
         }
         // A malformed operation fails alone; the others run in request order.
-        var done = try await self.records.modifyZones(
-            entries.compactMap { try? $0.entry.get() }, in: call.database, logger: call.logger
-        ).makeIterator()
+        let outcomes = try await self.records.modifyZones(readable(entries), in: call.database, logger: call.logger)
         let owner = call.database.ownerRecordName
         var writer = WireWriter()
         writer.object { writer in
             writer.list("zones") { writer in
-                for (raw, entry) in entries {
-                    guard case .success = entry, let outcome = done.next() else {
+                for (raw, answer) in answered(entries, outcomes) {
+                    switch answer {
+                    case .failure(let error):
                         let name = raw["zone"]?["zoneID"]?["zoneName"]?.stringValue ?? ""
-                        if case .failure(let error) = entry { writer.itemError(error, key: "zoneID", name: name, zone: (name, owner)) }
-                        continue
-                    }
-                    switch outcome {
-                    case .created(let zone): writer.zone(zone, owner: owner)
-                    case .deleted(let name): writer.deleted("zoneID", name: name, owner: owner)
-                    case .failed(let name, let error): writer.itemError(error, key: "zoneID", name: name, zone: (name, owner))
+                        writer.itemError(error, key: "zoneID", name: name, zone: (name, owner))
+                    case .success((_, .created(let zone))): writer.zone(zone, owner: owner)
+                    case .success((_, .deleted(let name))): writer.deleted("zoneID", name: name, owner: owner)
+                    case .success((_, .failed(let name, let error))): writer.itemError(error, key: "zoneID", name: name, zone: (name, owner))
                     }
                 }
             }

@@ -89,6 +89,20 @@ struct WireObject {
     }
 }
 
+/// What `WireObject.entries` could read, in order: what the store is asked about.
+func readable<Entry>(_ entries: [(raw: JSONValue, entry: Result<Entry, CloudError>)]) -> [Entry] {
+    entries.compactMap { try? $0.entry.get() }
+}
+
+/// The store's answers to `readable(entries)` (one each, in order) put back beside every entry, in request order; an
+/// entry that could not be read keeps its refusal.
+func answered<Entry, Answer>(_ entries: [(raw: JSONValue, entry: Result<Entry, CloudError>)], _ answers: [Answer]) -> [(
+    raw: JSONValue, answer: Result<(entry: Entry, answer: Answer), CloudError>
+)] {
+    var answers = answers.makeIterator()
+    return entries.map { raw, entry in (raw, entry.map { ($0, answers.next()!) }) }
+}
+
 extension RecordOperation {
     /// Parses one `records/modify` operation.
     init(wire operation: WireObject) throws {
