@@ -28,9 +28,6 @@ public final class PostgresPool: Service, Sendable {
     let checkInterval: Duration
     let probeInterval: Duration
     private let state: Mutex<(client: PostgresClient, running: Task<Void, Never>?, outage: Outage?)>
-    /// How many times the client was replaced (for tests and logs).
-    public var replacements: Int { self.replaced.withLock { $0 } }
-    private let replaced = Mutex(0)
 
     public init(
         _ url: DatabaseURL, maximumConnections: Int = 20, logger: Logger, checkInterval: Duration = .seconds(1),
@@ -84,7 +81,7 @@ public final class PostgresPool: Service, Sendable {
     func watch() async {
         while !Task.isCancelled {
             do { try await Task.sleep(for: self.checkInterval) } catch { return }
-            if let failure = await self.failure(within: self.checkInterval, { try await self.client.query("SELECT 1", logger: self.logger) }) {
+            if let failure = await self.failure(within: self.checkInterval, self.ping) {
                 await self.outage(first: failure)
             }
         }
@@ -105,13 +102,17 @@ public final class PostgresPool: Service, Sendable {
         // A client that got its connections back by itself (a short outage) keeps serving what is in flight; one
         // still backing off is replaced. Asked briefly: a live connection answers in milliseconds.
         if wasDown, !Task.isCancelled,
-            await self.failure(within: self.probeInterval, { try await self.client.query("SELECT 1", logger: self.logger) }) != nil
+            await self.failure(within: self.probeInterval, self.ping) != nil
         {
             self.start(Self.client(self.url, self.maximumConnections, self.logger))
-            self.replaced.withLock { $0 += 1 }
             self.logger.notice("PostgreSQL answers again; connecting afresh")
         }
         self.state.withLock { $0.outage = nil }
+    }
+
+    /// `SELECT 1` through the client in use.
+    @Sendable func ping() async throws {
+        try await self.client.query("SELECT 1", logger: self.logger)
     }
 
     /// Opens and closes one connection of its own.
@@ -144,7 +145,7 @@ public final class PostgresPool: Service, Sendable {
     func available() throws -> PostgresClient {
         try self.state.withLock { state in
             if let outage = state.outage, outage.confirmed {
-                throw CloudError(.tryAgainLater, "the database is unavailable right now; retry shortly", retryAfter: 1)
+                throw CloudError.databaseUnavailable(retryAfter: 1)
             }
             return state.client
         }

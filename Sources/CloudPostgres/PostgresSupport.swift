@@ -14,10 +14,17 @@ func translatingDatabaseErrors<Result>(_ body: () async throws -> Result) async 
             // 40001 serialization, 40P01 deadlock, 57P01-03 shutdown/cannot connect, 53300 too many connections.
             guard ["40001", "40P01", "57P01", "57P02", "57P03", "53300"].contains(state) else { throw error }
         }
-        throw CloudError(.tryAgainLater, "the database is unavailable right now; retry shortly", retryAfter: 2)
+        throw CloudError.databaseUnavailable(retryAfter: 2)
     } catch is ConnectionPoolError {
         // The pool gave up connecting for now (its circuit breaker) or was replaced (PostgresPool): transient too.
-        throw CloudError(.tryAgainLater, "the database is unavailable right now; retry shortly", retryAfter: 2)
+        throw CloudError.databaseUnavailable(retryAfter: 2)
+    }
+}
+
+extension CloudError {
+    /// TRY_AGAIN_LATER for a database that cannot be reached now, with the seconds a client should wait.
+    static func databaseUnavailable(retryAfter: Int) -> CloudError {
+        CloudError(.tryAgainLater, "the database is unavailable right now; retry shortly", retryAfter: retryAfter)
     }
 }
 
