@@ -97,12 +97,14 @@ public final class StadiumCloudClient: Sendable {
 
     public var isSignedIn: Bool { (try? self.store.webAuthToken()) != nil }
 
-    /// Goes on with unfinished photo uploads, fetches canonical and private changes, then sends queued edits. After fetching, visits logged before the canonical data arrived get their venue names, and achievements are
-    /// recomputed; what that changes is sent in a second round.
+    /// Goes on with unfinished photo uploads, fetches canonical and private changes, then sends queued edits. When
+    /// records arrived, visits logged before the canonical data get their venue names and achievements are
+    /// recomputed (local edits recompute them as they happen); what that changes is sent in a second round.
     @discardableResult
     public func sync(progress: @escaping @Sendable (SyncProgress) -> Void = { _ in }) async throws -> SyncReport {
         try await self.resumePendingPhotos()
         var report = try await self.engine.sync(progress: progress)
+        guard report.fetched + report.deleted + report.merged + report.dropped > 0 else { return report }
         let filled = try self.fillVisitNames()
         let changed = try self.updateAchievements()
         if filled > 0 || !changed.isEmpty {
