@@ -369,6 +369,7 @@ class Nginx:
                     return
             except OSError:
                 time.sleep(0.1)
+        self.stop()
         raise Failure("nginx did not answer in 10 s (see .stadiumcloud/faults/nginx.log)")
 
     def stop(self):
@@ -402,12 +403,27 @@ def cluster(ctx):
     """Three server processes on one PostgreSQL behind nginx: under a write load through the balancer, one process is
     killed with -9 and another restarted (a rolling restart). Clients retry with their keys through nginx: no
     acknowledged write is lost, no batch is applied twice, no answer is a 500, and every client finishes."""
+    extras, balancers = [], []
+    try:
+        _cluster(ctx, extras, balancers)
+    finally:  # pass or fail, no process of this scenario outlives it
+        for nginx in balancers:
+            nginx.stop()
+        for server in extras:
+            if server.process and server.process.poll() is None:
+                server.process.send_signal(signal.SIGTERM)
+                server.process.wait(timeout=30)
+
+
+def _cluster(ctx, extras, balancers):
     servers = [ctx.server]
     for _ in range(2):
         extra = Server(ctx.server.binary, ctx.server.database_url, ctx.server.assets)
+        extras.append(extra)
         extra.start()
         servers.append(extra)
     nginx = Nginx([server.port for server in servers])
+    balancers.append(nginx)
     balancer = type("Balancer", (), {"port": nginx.port, "cli": ctx.server.cli})()
     accounts = [Account(balancer, ctx.api_token, f"cluster-{i}-{uuid.uuid4().hex[:6]}") for i in range(4)]
     # A device (the SDK's CLI) signed in through the balancer, with 30 visits queued, syncs during the restarts.
@@ -474,10 +490,6 @@ def cluster(ctx):
     expect(not twice, f"{len(twice)} batches were applied twice: {twice[:3]}")
     server_errors = {s: c for s, c in statuses.items() if isinstance(s, int) and s >= 500 and s not in (502, 503)}
     expect(not server_errors, f"5xx other than 502/503 through the balancer: {server_errors}")
-    nginx.stop()
-    for server in servers[1:]:
-        server.process.send_signal(signal.SIGTERM)
-        server.process.wait(timeout=30)
     ctx.report("cluster", f"3 processes behind nginx, one killed with -9 and one restarted under load: {len(acknowledged)} records "
                           f"acknowledged in batches of 5, all found, none applied twice; answers seen: {dict(sorted(statuses.items(), key=str))}; "
                           f"the device's sync during the restarts exited {device_result[0][0]}, and its 30 visits all reached the server")
