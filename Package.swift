@@ -43,12 +43,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        /// Asset bytes: streamed partial uploads, SHA-256, atomic content-addressed blobs (issue 3).
+        /// Asset bytes: streamed partial uploads, SHA-256, atomic content-addressed blobs, on disk or in an
+        /// S3-compatible bucket (Signature V4 over AsyncHTTPClient).
         .target(
             name: "CloudAssets",
             dependencies: [
                 "CloudCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
             ]
@@ -141,7 +144,7 @@ let package = Package(
         ),
         .testTarget(name: "CloudCoreTests", dependencies: ["CloudCore"]),
         .testTarget(name: "CanonTests", dependencies: ["Canon", "CloudCore", "SportsDomain"]),
-        .testTarget(name: "CloudAssetsTests", dependencies: ["CloudAssets", "CloudCore"]),
+        .testTarget(name: "CloudAssetsTests", dependencies: ["CloudAssets", "CloudCore", .product(name: "Logging", package: "swift-log")]),
         /// The device's sync loop offline, through the `HTTPTransport` seam: no server, no PostgreSQL.
         .testTarget(name: "CloudSyncTests", dependencies: ["CloudCore", "CloudSync"]),
         .testTarget(

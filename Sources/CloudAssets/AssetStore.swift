@@ -1,4 +1,6 @@
 import CloudCore
+import Foundation
+import Logging
 import NIOCore
 
 /// An asset the store holds: its SHA-256 (lowercase hex) and size in bytes.
@@ -13,8 +15,8 @@ public struct StoredAsset: Sendable, Hashable {
 }
 
 /// Where asset bytes live: partial uploads that grow by appends, then content-addressed blobs per owner. The
-/// filesystem implementation is `FileAssetStore`; an S3-compatible one for several server nodes is described in
-/// docs/ASSETS.md. Errors a client can cause are `CloudError`s.
+/// filesystem implementation is `FileAssetStore`; `S3AssetStore` keeps them in an S3-compatible bucket that several
+/// server processes share. Errors a client can cause are `CloudError`s.
 public protocol AssetStore: Sendable {
     /// How many bytes of `upload` the store has (0 for an upload it has never seen): where a client resumes.
     func uploadedLength(of upload: String) async throws -> Int64
@@ -59,4 +61,49 @@ extension AssetStore {
         try await self.publish(upload: upload, owner: owner, asset: asset)
         return asset
     }
+}
+
+/// The names every store turns into paths or keys, checked the same way.
+enum AssetNames {
+    /// Upload ids and owners: letters, digits, `_` and `-` only, 1 to 128 bytes.
+    static func check(_ name: String, what: String) throws {
+        guard (1...128).contains(name.utf8.count),
+            name.utf8.allSatisfy({ $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") })
+        else {
+            throw CloudError.badRequest("\(what) \(name.debugDescription) is not valid")
+        }
+    }
+
+    /// A SHA-256 as 64 hex digits, lowercased.
+    static func checksum(_ checksum: String) throws -> String {
+        guard checksum.utf8.count == 64, checksum.allSatisfy(\.isHexDigit) else {
+            throw CloudError.badRequest("asset checksum must be 64 hex digits")
+        }
+        return checksum.lowercased()
+    }
+
+    /// A client checksum, as hex or as base64 of the SHA-256.
+    static func matches(_ given: String, digest: [UInt8], hex: String) -> Bool {
+        given.lowercased() == hex || Data(base64Encoded: given).map(Array.init) == digest
+    }
+
+    static func mismatch(_ checksum: String, expected: String) -> CloudError {
+        CloudError.badRequest("checksum mismatch: the uploaded bytes have SHA-256 \(checksum), not \(expected); upload them again")
+    }
+}
+
+extension UInt8 {
+    fileprivate var isASCIIAlphanumeric: Bool { (48...57).contains(self) || (65...90).contains(self) || (97...122).contains(self) }
+}
+
+/// The store for an asset location: `s3://bucket[/prefix]?endpoint=…` (keys from `AWS_ACCESS_KEY_ID` and
+/// `AWS_SECRET_ACCESS_KEY`), or else a folder for `FileAssetStore`.
+public func openAssetStore(
+    _ location: String, environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger
+) throws -> any AssetStore {
+    guard let bucket = try S3Location.parse(location, environment: environment) else { return try FileAssetStore(root: location) }
+    guard let credentials = AWSCredentials.fromEnvironment(environment) else {
+        throw CloudError.badRequest("s3:// assets need AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment")
+    }
+    return S3AssetStore(location: bucket, credentials: credentials, logger: logger)
 }

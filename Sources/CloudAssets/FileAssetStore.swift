@@ -28,23 +28,13 @@ public final class FileAssetStore: AssetStore {
     }
 
     func partialPath(_ upload: String) throws -> FilePath {
-        try Self.checkName(upload, what: "upload id")
+        try AssetNames.check(upload, what: "upload id")
         return FilePath(self.root + "/partial/" + upload)
     }
 
     func blobPath(owner: String, checksum: String) throws -> FilePath {
-        try Self.checkName(owner, what: "owner")
-        guard checksum.count == 64, checksum.allSatisfy(\.isHexDigit) else { throw CloudError.badRequest("asset checksum must be 64 hex digits") }
-        return FilePath(self.root + "/blobs/" + owner + "/" + checksum.lowercased())
-    }
-
-    /// Names become path components: letters, digits, `_` and `-` only.
-    static func checkName(_ name: String, what: String) throws {
-        guard (1...128).contains(name.utf8.count),
-            name.utf8.allSatisfy({ $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") })
-        else {
-            throw CloudError.badRequest("\(what) \(name.debugDescription) is not valid")
-        }
+        try AssetNames.check(owner, what: "owner")
+        return FilePath(self.root + "/blobs/" + owner + "/" + (try AssetNames.checksum(checksum)))
     }
 
     public func uploadedLength(of upload: String) async throws -> Int64 {
@@ -105,9 +95,9 @@ public final class FileAssetStore: AssetStore {
         guard length > 0 else { throw CloudError.badRequest("upload \(upload) has no bytes") }
         let digest = Array(try await self.hashState(upload, length: length).finalize())
         let checksum = digest.hexString
-        if let expectedChecksum, !Self.matches(expectedChecksum, digest: digest, hex: checksum) {
+        if let expectedChecksum, !AssetNames.matches(expectedChecksum, digest: digest, hex: checksum) {
             try await self.discard(upload: upload)
-            throw CloudError.badRequest("checksum mismatch: the uploaded bytes have SHA-256 \(checksum), not \(expectedChecksum); upload them again")
+            throw AssetNames.mismatch(checksum, expected: expectedChecksum)
         }
         // Durable before it becomes visible.
         try await self.fileSystem.withFileHandle(forReadingAndWritingAt: path, options: .modifyFile(createIfNecessary: false)) {
@@ -136,11 +126,6 @@ public final class FileAssetStore: AssetStore {
         guard descriptor >= 0 else { return }
         _ = fsync(descriptor)
         _ = close(descriptor)
-    }
-
-    /// A client checksum, as hex or as base64 of the SHA-256.
-    static func matches(_ given: String, digest: [UInt8], hex: String) -> Bool {
-        given.lowercased() == hex || Data(base64Encoded: given).map(Array.init) == digest
     }
 
     public func discard(upload: String) async throws {
@@ -194,8 +179,4 @@ public final class FileAssetStore: AssetStore {
         }
         return found
     }
-}
-
-extension UInt8 {
-    fileprivate var isASCIIAlphanumeric: Bool { (48...57).contains(self) || (65...90).contains(self) || (97...122).contains(self) }
 }

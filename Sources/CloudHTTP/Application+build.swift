@@ -18,13 +18,13 @@ public struct ServerDependencies: Sendable {
     public var metrics: PrometheusCollectorRegistry
 
     /// The live parts of a server from its configuration and the database's stores: the record store (loading
-    /// the token key, so the client must be running) and the file asset store, without the partial uploads a
-    /// crash or a day's abandonment left.
+    /// the token key, so the client must be running) and the asset store, without the partial uploads a crash or a
+    /// day's abandonment left.
     public static func live(
         stores: Stores, configuration: ServerConfiguration, migrations: [Migration],
         metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), logger: Logger
     ) async throws -> ServerDependencies {
-        let assets = try FileAssetStore(root: configuration.assetsPath)
+        let assets = try openAssetStore(configuration.assets, logger: logger)
         try await assets.removePartialUploads(olderThan: 24 * 3600)
         return ServerDependencies(
             records: try await stores.records(logger: logger), credentials: stores.credentials, migrations: migrations, assets: assets,

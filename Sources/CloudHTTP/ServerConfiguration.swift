@@ -21,8 +21,8 @@ public struct ServerConfiguration: Sendable {
     public var auth = AuthConfiguration()
     public var rateLimits = RateLimits()
     public var limits = RecordLimits()
-    /// Where `FileAssetStore` keeps asset bytes.
-    public var assetsPath = ".stadiumcloud/assets"
+    /// Where asset bytes live: a folder (`FileAssetStore`) or `s3://bucket[/prefix]?endpoint=…` (`S3AssetStore`).
+    public var assets = ".stadiumcloud/assets"
     /// Largest asset accepted, checked before bytes are stored.
     public var maxAssetBytes: Int64 = 100 * 1024 * 1024
     /// Bytes of assets one database (one account) may store.

@@ -16,7 +16,11 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Apply pending migrations before serving (otherwise pending migrations stop the server).") var migrate = false
     @Option(help: "Days deletions stay in deltas before tombstones are purged.") var tombstoneRetentionDays = 30
     @Option(help: "Seconds between tombstone purges.") var purgeIntervalSeconds = 3600
-    @Option(help: "Folder for asset bytes (env STADIUMCLOUD_ASSETS).") var assets: String?
+    @Option(
+        help:
+            "Where asset bytes live: a folder, or s3://bucket[/prefix]?endpoint=URL&region=R with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment (env STADIUMCLOUD_ASSETS)."
+    )
+    var assets: String?
     @Option(help: "Largest asset accepted, in MB.") var maxAssetMB = 100
     @Option(help: "A container to serve (repeatable).") var container: [String] = ["iCloud.com.sportstime.app"]
     @Option(help: "The public base URL when a proxy terminates TLS (https://sync.example.com), for the URLs handed out.") var publicURL: String?
@@ -36,7 +40,7 @@ struct Serve: AsyncParsableCommand {
         configuration.port = self.port
         configuration.tombstoneRetention = .seconds(self.tombstoneRetentionDays * 24 * 3600)
         configuration.purgeInterval = .seconds(self.purgeIntervalSeconds)
-        configuration.assetsPath = self.assets ?? ProcessInfo.processInfo.environment["STADIUMCLOUD_ASSETS"] ?? configuration.assetsPath
+        configuration.assets = self.assets ?? ProcessInfo.processInfo.environment["STADIUMCLOUD_ASSETS"] ?? configuration.assets
         configuration.maxAssetBytes = Int64(self.maxAssetMB) * 1024 * 1024
         configuration.containers = Set(self.container)
         configuration.databaseTimeout = .seconds(self.databaseTimeoutSeconds)

@@ -9,7 +9,7 @@ import Testing
     static func service(_ stores: Stores, migrations: [Migration], apply: Bool) -> ServerService {
         var configuration = ServerConfiguration()
         configuration.port = 0
-        configuration.assetsPath = NSTemporaryDirectory() + "stadiumcloud-start-" + UUID().uuidString
+        configuration.assets = NSTemporaryDirectory() + "stadiumcloud-start-" + UUID().uuidString
         return ServerService(
             stores: stores, configuration: configuration, migrations: migrations, applyMigrations: apply,
             extensions: { _ in ServerExtensions() }, logger: TestDatabase.logger)

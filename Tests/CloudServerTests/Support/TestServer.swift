@@ -132,13 +132,13 @@ struct TestServer: Sendable {
 }
 
 /// Runs `body` with server dependencies on a fresh database, built as `serve` builds them (assets in a
-/// temporary folder, cheap password hashes).
+/// temporary folder or the `STADIUMCLOUD_TEST_ASSETS` bucket, cheap password hashes).
 func withTestStore(_ configuration: ServerConfiguration = ServerConfiguration(), _ body: (ServerDependencies) async throws -> Void) async throws {
     let url = try await TestDatabase.shared.makeDatabase()
     var configuration = configuration
-    configuration.assetsPath = NSTemporaryDirectory() + "stadiumcloud-test-assets-" + UUID().uuidString
+    configuration.assets = TestAssets.location()
     configuration.auth.passwordHashLog2Rounds = 10
-    defer { try? FileManager.default.removeItem(atPath: configuration.assetsPath) }
+    defer { TestAssets.remove(configuration.assets) }
     try await withDatabasePool(url, logger: TestDatabase.logger) { [configuration] client in
         let stores = Stores(
             client: client, clock: configuration.clock, passwordHashLog2Rounds: configuration.auth.passwordHashLog2Rounds,

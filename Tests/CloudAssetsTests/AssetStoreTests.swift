@@ -2,14 +2,20 @@ import CloudAssets
 import CloudCore
 import Crypto
 import Foundation
+import Logging
 import NIOCore
 import Testing
 
-@Suite final class FileAssetStoreTests {
-    let root = NSTemporaryDirectory() + "stadiumcloud-assets-" + UUID().uuidString
+/// The `AssetStore` contract, run against the store `STADIUMCLOUD_TEST_ASSETS` names (scripts/test sets an
+/// `s3://` bucket on a moto server for its second asset run) or else a `FileAssetStore` in a temporary folder.
+@Suite final class AssetStoreTests {
+    let location = TestAssets.location()
     let owner = "_0123456789abcdef0123456789abcdef"
 
-    deinit { try? FileManager.default.removeItem(atPath: self.root) }
+    deinit { TestAssets.remove(self.location) }
+
+    /// A store on this suite's location; a second call stands for another process (or a restart).
+    func makeStore() throws -> any AssetStore { try openAssetStore(self.location, logger: Logger(label: "test")) }
 
     /// Deterministic bytes, split into chunks as a network would deliver them.
     static func bytes(_ count: Int, seed: UInt8 = 1) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) } }
@@ -23,14 +29,14 @@ import Testing
     }
     static func sha256(_ bytes: [UInt8]) -> String { SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined() }
 
-    func read(_ store: FileAssetStore, _ checksum: String, range: Range<Int64>? = nil) async throws -> [UInt8] {
+    func read(_ store: any AssetStore, _ checksum: String, range: Range<Int64>? = nil) async throws -> [UInt8] {
         var out: [UInt8] = []
         try await store.read(owner: self.owner, checksum: checksum, range: range) { out += Array($0.readableBytesView) }
         return out
     }
 
     @Test func streamsVerifiesAndStoresAtomically() async throws {
-        let store = try FileAssetStore(root: self.root)
+        let store = try self.makeStore()
         let data = Self.bytes(3_000_000)
         #expect(try await store.append(Self.chunks(data), to: "up1", at: 0, maxSize: 10_000_000) == 3_000_000)
         let asset = try await store.complete(upload: "up1", owner: self.owner, expectedChecksum: Self.sha256(data))
@@ -47,10 +53,10 @@ import Testing
 
     @Test func anInterruptedUploadResumesAfterARestart() async throws {
         let data = Self.bytes(1_000_000, seed: 7)
-        let first = try FileAssetStore(root: self.root)
+        let first = try self.makeStore()
         _ = try await first.append(Self.chunks(Array(data[..<400_000])), to: "resume", at: 0, maxSize: 2_000_000)
         // A new process: the hash state is gone, the bytes on disk are not.
-        let second = try FileAssetStore(root: self.root)
+        let second = try self.makeStore()
         let offset = try await second.uploadedLength(of: "resume")
         #expect(offset == 400_000)
         await #expect(throws: CloudError.self) { try await second.append(Self.chunks([1]), to: "resume", at: 10, maxSize: 2_000_000) }
@@ -61,7 +67,7 @@ import Testing
     }
 
     @Test func aChecksumMismatchStoresNothing() async throws {
-        let store = try FileAssetStore(root: self.root)
+        let store = try self.makeStore()
         let data = Self.bytes(1000)
         _ = try await store.append(Self.chunks(data), to: "bad", at: 0, maxSize: 10_000)
         await #expect { try await store.complete(upload: "bad", owner: self.owner, expectedChecksum: String(repeating: "0", count: 64)) } throws: {
@@ -72,7 +78,7 @@ import Testing
     }
 
     @Test func tooLargeIsQuotaExceededAndDropsTheUpload() async throws {
-        let store = try FileAssetStore(root: self.root)
+        let store = try self.makeStore()
         await #expect { try await store.append(Self.chunks(Self.bytes(300_000)), to: "big", at: 0, maxSize: 200_000) } throws: {
             ($0 as? CloudError)?.code == .quotaExceeded
         }
@@ -80,7 +86,7 @@ import Testing
     }
 
     @Test func namesCannotEscapeTheStore() async throws {
-        let store = try FileAssetStore(root: self.root)
+        let store = try self.makeStore()
         for name in ["../x", "a/b", "", String(repeating: "a", count: 200)] {
             await #expect(throws: CloudError.self) { try await store.uploadedLength(of: name) }
         }
@@ -88,10 +94,56 @@ import Testing
     }
 
     @Test func abandonedPartialsAreCleanedUp() async throws {
-        let store = try FileAssetStore(root: self.root)
+        let store = try self.makeStore()
         _ = try await store.append(Self.chunks(Self.bytes(10)), to: "old", at: 0, maxSize: 100)
         #expect(try await store.removePartialUploads(olderThan: 3600) == 0)
         #expect(try await store.removePartialUploads(olderThan: -1) == 1)
         #expect(try await store.uploadedLength(of: "old") == 0)
+    }
+
+    @Test func aLargeUploadResumedAtOddOffsetsInAnotherProcess() async throws {
+        // Over two 5 MiB parts with odd boundaries: parts, tails and the hash read back all take part.
+        let data = Self.bytes(11 * 1024 * 1024 + 123, seed: 9)
+        let first = try self.makeStore()
+        #expect(try await first.append(Self.chunks(Array(data[..<3_000_001])), to: "large", at: 0, maxSize: 20_000_000) == 3_000_001)
+        #expect(try await first.append(Self.chunks(Array(data[3_000_001..<7_000_000])), to: "large", at: 3_000_001, maxSize: 20_000_000) == 7_000_000)
+        let second = try self.makeStore()
+        #expect(try await second.uploadedLength(of: "large") == 7_000_000)
+        _ = try await second.append(Self.chunks(Array(data[7_000_000...])), to: "large", at: 7_000_000, maxSize: 20_000_000)
+        let asset = try await first.complete(upload: "large", owner: self.owner, expectedChecksum: Self.sha256(data))
+        #expect(asset == StoredAsset(checksum: Self.sha256(data), size: Int64(data.count)))
+        #expect(try await second.size(owner: self.owner, checksum: asset.checksum) == Int64(data.count))
+        #expect(try await self.read(second, asset.checksum, range: 5_242_870..<5_242_890) == Array(data[5_242_870..<5_242_890]))
+        #expect(try await self.read(second, asset.checksum) == data)
+        #expect(try await second.uploadedLength(of: "large") == 0)
+    }
+
+    @Test func theCollectorSeesBlobsAndRemovesThem() async throws {
+        let store = try self.makeStore()
+        let data = Self.bytes(5000, seed: 3)
+        _ = try await store.append(Self.chunks(data), to: "gc", at: 0, maxSize: 10_000)
+        let asset = try await store.complete(upload: "gc", owner: self.owner, expectedChecksum: nil)
+        #expect(try await store.blobs(olderThan: 3600).isEmpty)
+        let old = try await store.blobs(olderThan: -1)
+        #expect(old.map(\.owner) == [self.owner] && old.map(\.checksum) == [asset.checksum])
+        try await store.remove(owner: self.owner, checksum: asset.checksum)
+        #expect(try await store.size(owner: self.owner, checksum: asset.checksum) == nil)
+        await #expect { try await self.read(store, asset.checksum) } throws: { ($0 as? CloudError)?.code == .notFound }
+    }
+}
+
+/// Where store tests keep assets: a fresh temporary folder, or a fresh prefix in the `STADIUMCLOUD_TEST_ASSETS` bucket.
+enum TestAssets {
+    static func location() -> String {
+        let unique = "stadiumcloud-assets-" + UUID().uuidString
+        guard let bucket = ProcessInfo.processInfo.environment["STADIUMCLOUD_TEST_ASSETS"], !bucket.isEmpty else {
+            return NSTemporaryDirectory() + unique
+        }
+        let parts = bucket.split(separator: "?", maxSplits: 1)
+        return parts[0] + "/" + unique + (parts.count > 1 ? "?" + parts[1] : "")
+    }
+
+    static func remove(_ location: String) {
+        if !location.hasPrefix("s3://") { try? FileManager.default.removeItem(atPath: location) }
     }
 }
