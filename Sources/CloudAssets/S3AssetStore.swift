@@ -19,9 +19,18 @@ public final class S3AssetStore: AssetStore {
     /// SHA-256 state of uploads this process is receiving; another process (or a restart) re-reads the bytes.
     private let hashing = Mutex<[String: (hasher: SHA256, length: Int64)]>([:])
 
-    public init(location: S3Location, credentials: AWSCredentials, http: HTTPClient = .shared, logger: Logger) {
-        self.bucket = S3Bucket(location: location, credentials: credentials, http: http, logger: logger)
+    public init(location: S3Location, credentials: AWSCredentials, logger: Logger) {
+        self.bucket = S3Bucket(location: location, credentials: credentials, http: Self.http, logger: logger)
     }
+
+    /// One client for every store, for the process's life (so never shut down). A bucket that cannot be reached
+    /// fails the request at once (TRY_AGAIN_LATER) instead of retrying the connection until the request's deadline.
+    static let http: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout.connect = .seconds(5)
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
 
     var partSize: Int { self.bucket.location.partSize }
 

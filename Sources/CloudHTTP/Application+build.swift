@@ -45,7 +45,9 @@ public func buildRouter(configuration: ServerConfiguration, dependencies: Server
     router.add(middleware: CloudErrorMiddleware())
     OperationsController(dependencies: dependencies).addRoutes(to: router)
     let capabilities = AssetCapabilities(signer: dependencies.records.signer, clock: configuration.clock)
-    let limiter = RateLimiter()
+    let credentials = dependencies.credentials
+    let share: RateLimiter.Share = { try await credentials.takeFromSharedBuckets($0, logger: Logger(label: "stadiumcloud.ratelimit")) }
+    let limiter = RateLimiter(share: configuration.rateLimits.shared ? share : nil)
     AssetController(store: dependencies.assets, records: dependencies.records, capabilities: capabilities, configuration: configuration).addRoutes(
         to: router)
     SignInController(credentials: dependencies.credentials, configuration: configuration, limiter: limiter).addRoutes(to: router)

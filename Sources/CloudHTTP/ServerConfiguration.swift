@@ -80,6 +80,9 @@ public struct RateLimits: Sendable {
     public var signInPerAccount = RateLimit(perSecond: 0.1, burst: 10)
     /// Every sign-in attempt together: each costs a scrypt hash.
     public var signInTotal = RateLimit(perSecond: 5, burst: 20)
+    /// Whether budgets are shared by every process on the database (counts added to it 4 times a second) or kept
+    /// per process (one process: no database writes for rate limits at all).
+    public var shared = true
 
     public init() {}
 }

@@ -348,9 +348,39 @@ public final class CredentialStore: Sendable {
         }
     }
 
+    /// Takes `used` requests from each key's shared token bucket (created full, refilled at its rate since its
+    /// last update) and answers every bucket's level afterwards: how every process shares one budget.
+    public func takeFromSharedBuckets(_ used: [(key: String, count: Int, limit: (perSecond: Double, burst: Double))], logger: Logger)
+        async throws -> [String: Double]
+    {
+        // Sorted, so two processes updating the same keys lock them in the same order (no deadlock).
+        let sorted = used.sorted { $0.key < $1.key }
+        let keys = sorted.map(\.key)
+        let taken = sorted.map { Double($0.count) }
+        let rates = sorted.map(\.limit.perSecond)
+        let bursts = sorted.map(\.limit.burst)
+        var levels: [String: Double] = [:]
+        try await translatingDatabaseErrors {
+            let rows = try await self.client.query(
+                """
+                INSERT INTO rate_buckets AS b (key, tokens, per_second, burst, updated_ms)
+                SELECT key, burst - taken, per_second, burst, \(self.clock.now)
+                FROM unnest(\(keys)::text[], \(taken)::float8[], \(rates)::float8[], \(bursts)::float8[]) AS u(key, taken, per_second, burst)
+                ON CONFLICT (key) DO UPDATE SET
+                    tokens = LEAST(excluded.burst, b.tokens + GREATEST(0, excluded.updated_ms - b.updated_ms) / 1000.0 * excluded.per_second)
+                        - (excluded.burst - excluded.tokens),
+                    per_second = excluded.per_second, burst = excluded.burst, updated_ms = excluded.updated_ms
+                RETURNING key, tokens
+                """, logger: logger)
+            for try await (key, tokens) in rows.decode((String, Double).self) { levels[key] = tokens }
+        }
+        return levels
+    }
+
     /// Deletes what can no longer authenticate anything: seen signatures past the signing window, web auth
     /// tokens expired or revoked more than a day ago, and tokens retired more than an hour ago (every answered
-    /// request leaves one; keeping them an hour is how long a reused copy still ends its session).
+    /// request leaves one; keeping them an hour is how long a reused copy still ends its session), and rate
+    /// buckets idle for an hour (full again by then).
     public func purgeExpired(signatureWindowMs: Int64, logger: Logger) async throws {
         let now = self.clock.now
         try await translatingDatabaseErrors {
@@ -360,6 +390,7 @@ public final class CredentialStore: Sendable {
                 DELETE FROM credentials WHERE kind = 'web_auth'
                 AND (expires_ms < \(now - 86_400_000) OR revoked_ms < \(now - 86_400_000) OR retired_ms < \(now - 3_600_000))
                 """, logger: logger)
+            try await self.client.query("DELETE FROM rate_buckets WHERE updated_ms < \(now - 3_600_000)", logger: logger)
         }
     }
 

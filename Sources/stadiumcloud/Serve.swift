@@ -30,6 +30,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Requests per second one account may make (bursts of 10 times that).") var accountRateLimit = 20.0
     @Option(help: "Requests per second one API token (every install of an app together) may make (bursts of 4 times that).")
     var tokenRateLimit = 500.0
+    @Flag(inversion: .prefixedNo, help: "Share rate-limit budgets with every process on the database (off: per process, for a single server).")
+    var sharedRateLimits = true
 
     func run() async throws {
         let registry = PrometheusCollectorRegistry()
@@ -47,6 +49,7 @@ struct Serve: AsyncParsableCommand {
         configuration.publicBaseURL = self.publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         configuration.auth.signInCallbackPrefixes = self.signinCallback
         configuration.rateLimits.perAccount = RateLimit(perSecond: self.accountRateLimit, burst: self.accountRateLimit * 10)
+        configuration.rateLimits.shared = self.sharedRateLimits
         configuration.rateLimits.perAPIToken = RateLimit(perSecond: self.tokenRateLimit, burst: self.tokenRateLimit * 4)
         let live = try Live(self.database, configuration: configuration)
         let server = ServerService(

@@ -1,4 +1,5 @@
 import CloudCore
+@testable import CloudHTTP
 import CloudPostgres
 import Foundation
 import Testing
@@ -118,6 +119,30 @@ extension ConcurrencyTests {
             #expect(try await first.value == 1)
             let again = try await records.exclusively("test-job", logger: TestDatabase.logger) { 4 }
             #expect(again == 4, "released when the job ended")
+        }
+    }
+}
+
+extension ConcurrencyTests {
+    /// Two processes' rate limiters on one database: what one lets through is taken from the other's budget.
+    @Test func anAccountsBudgetIsSharedByEveryProcess() async throws {
+        try await TestServer.run { server in
+            let credentials = server.dependencies.credentials
+            let share: RateLimiter.Share = { try await credentials.takeFromSharedBuckets($0, logger: TestDatabase.logger) }
+            let (first, second) = (RateLimiter(share: share, interval: nil), RateLimiter(share: share, interval: nil))
+            let limit = RateLimit(perSecond: 0.001, burst: 5)
+            for _ in 0..<3 { try first.take("account:1", limit, what: "account") }
+            for _ in 0..<2 { try second.take("account:1", limit, what: "account") }
+            await first.shareNow()
+            await second.shareNow()
+            // Five of five taken between them: the second process now refuses, though it let through only two.
+            #expect(throws: CloudError.self) { try second.take("account:1", limit, what: "account") }
+            // Other keys keep their own budgets.
+            try second.take("account:2", limit, what: "account")
+            // The first learns the level the next time it shares, and refuses from then on.
+            try first.take("account:1", limit, what: "account")
+            await first.shareNow()
+            #expect(throws: CloudError.self) { try first.take("account:1", limit, what: "account") }
         }
     }
 }
