@@ -91,7 +91,8 @@ public final class S3AssetStore: AssetStore {
         }
         var hasher = self.hashing.withLock { $0[upload] }.flatMap { $0.length == offset ? $0.hasher : nil }
         let oldTail = state.tailSize == nil ? nil : state.tailKey
-        var pending = try await oldTail.asyncMap { try await self.bucket.get($0, limit: self.partSize) ?? ByteBuffer() } ?? ByteBuffer()
+        var pending = ByteBuffer()
+        if let oldTail { pending = try await self.bucket.get(oldTail, limit: self.partSize) ?? ByteBuffer() }
         var length = offset
         do {
             for try await chunk in chunks {
@@ -234,12 +235,5 @@ public final class S3AssetStore: AssetStore {
             guard parts.count == 3, object.modified < cutoff else { return nil }
             return (String(parts[1]), String(parts[2]))
         }
-    }
-}
-
-extension Optional {
-    fileprivate func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
-        guard let self else { return nil }
-        return try await transform(self)
     }
 }
