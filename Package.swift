@@ -136,6 +136,15 @@ let package = Package(
             ],
             path: "bench/Sources"
         ),
+        /// The hot path's floor (bench/hotpath.sh): Hummingbird and the same pool answering one `SELECT 1`.
+        .executableTarget(
+            name: "stadiumcloud-floor",
+            dependencies: [
+                "CloudPostgres", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            path: "bench/Floor"
+        ),
         /// The client SDK benchmark (bench/README.md): first sync, push and pull against the same plain HTTP requests.
         .executableTarget(
             name: "stadiumcloud-client-bench",

@@ -20,6 +20,16 @@ struct Benchmark {
             print("run bench/run.sh, which starts PostgreSQL and the server and sets BENCH_* variables")
             return
         }
+        if environment["BENCH_SUITE"] == "hotpath" {
+            let bench = HotPathBenchmark(
+                server: server, apiToken: apiToken, webToken: webToken, rounds: Int(environment["BENCH_ROUNDS"] ?? "") ?? 500,
+                settle: .seconds(Int(environment["BENCH_SETTLE_SECONDS"] ?? "") ?? 11))
+            try await Self.withClients(database: databaseText) { http, client, logger in
+                var copy = bench
+                try await copy.run(http: http, client: client.client, logger: logger)
+            }
+            return
+        }
         if environment["BENCH_SUITE"] == "games" {
             try await Self.withClients(database: databaseText) { http, client, logger in
                 try await GamesBenchmark(

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The hot path (issue 17): wrk at 32 connections for BENCH_SECONDS (default 10) against the floor (the same HTTP
+# stack and pool answering one `SELECT 1`: bench/Floor), `GET /health`, and the public and private empty polls
+# (`changes/zone` with the current token); then, one client at a time, a single-record save against a raw
+# single-row upsert, and what each request costs PostgreSQL (stadiumcloud-bench, BENCH_SUITE=hotpath).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib/postgres.sh
+source scripts/lib/bench-server.sh
+ensure_packages
+if ! command -v wrk >/dev/null 2>&1; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq wrk >&2
+fi
+for product in stadiumcloud stadiumcloud-floor stadiumcloud-bench; do swift build -c release --product "$product"; done
+bin="$(swift build -c release --show-bin-path)"
+bench_start_server "$bin/stadiumcloud"
+seconds="${BENCH_SECONDS:-10}"
+floor_port="$(free_port 18480)"
+BENCH_DATABASE_URL="$STADIUMCLOUD_DATABASE_URL" BENCH_FLOOR_PORT="$floor_port" "$bin/stadiumcloud-floor" &
+floor_pid=$!
+trap 'kill $floor_pid 2>/dev/null; bench_stop_server' EXIT
+for _ in $(seq 1 50); do curl -sf -X POST "http://127.0.0.1:$floor_port/floor" >/dev/null && break; sleep 0.1; done
+
+path="/database/1/iCloud.com.sportstime.bench/development"
+current_token() {  # current_token SCOPE QUERY
+    curl -sf "$bench_url$path/$1/zones/list?$2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["zones"][0]["syncToken"])'
+}
+poll_script() {  # poll_script FILE TOKEN
+    printf 'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = %s\n' \
+        "'{\"zones\":[{\"zoneID\":{\"zoneName\":\"_defaultZone\"},\"syncToken\":\"$2\"}]}'" >"$1"
+}
+poll_script "$bench_work/public.lua" "$(current_token public "ckAPIToken=$api_token")"
+# The private poll reuses one web auth token: each answer still rotates it (a token row per answer); parallel
+# requests with one token are allowed within the 120 s grace period (docs/AUTH.md).
+private_query="ckAPIToken=$api_token&ckWebAuthToken=$web_token"
+poll_script "$bench_work/private.lua" "$(current_token private "$private_query")"
+printf 'wrk.method = "POST"\n' >"$bench_work/post.lua"
+
+floor_rate=""
+# row NAME SCRIPT URL: one wrk run; requests per second, share of the floor, p50, p99.
+row() {
+    local out rate
+    out="$(wrk -t 2 -c 32 -d "${seconds}s" --latency -s "$2" "$3")"
+    rate="$(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')"
+    [ -n "$floor_rate" ] || floor_rate="$rate"
+    printf "%-44s %8s req/s %6s of floor   p50 %9s   p99 %9s   non-2xx %s\n" "$1" "$rate" \
+        "$(awk -v r="$rate" -v f="$floor_rate" 'BEGIN {printf "%.0f %%", 100 * r / f}')" \
+        "$(echo "$out" | awk '$1 == "50%" {print $2}')" "$(echo "$out" | awk '$1 == "99%" {print $2}')" \
+        "$(echo "$out" | awk '/Non-2xx/ {print $NF}' | grep . || echo 0)"
+}
+echo "wrk -c 32, ${seconds} s a row"
+row "floor: POST /floor (SELECT 1)" "$bench_work/post.lua" "http://127.0.0.1:$floor_port/floor"
+row "GET /health (no database)" /dev/null "$bench_url/health"
+row "public empty poll" "$bench_work/public.lua" "$bench_url$path/public/changes/zone?ckAPIToken=$api_token"
+row "private empty poll (token rotation on)" "$bench_work/private.lua" "$bench_url$path/private/changes/zone?$private_query"
+echo
+
+BENCH_SUITE=hotpath BENCH_SERVER="$bench_url" BENCH_DATABASE_URL="$STADIUMCLOUD_DATABASE_URL" BENCH_API_TOKEN="$api_token" \
+BENCH_WEB_AUTH_TOKEN="$web_token" BENCH_USER_RECORD_NAME="$user_record_name" "$bin/stadiumcloud-bench"
