@@ -25,16 +25,9 @@ public struct TokenSigner: Sendable {
         return difference == 0 ? payload : nil
     }
 
-    public static func base64URL(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
+    public static func base64URL(_ bytes: [UInt8]) -> String { Base64URL.encode(bytes) }
 
-    static func fromBase64URL(_ text: String) -> [UInt8]? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        return Data(base64Encoded: base64).map(Array.init)
-    }
+    static func fromBase64URL(_ text: String) -> [UInt8]? { Base64URL.decode(text) }
 }
 
 /// A position in a database's change sequence, for one zone (`changes/zone`, `records/changes`) or for the
@@ -142,5 +135,11 @@ extension Int64 {
 
 extension Sequence<UInt8> {
     /// Lowercase hex, two digits a byte: how SHA-256 checksums, token hashes and derived names are written.
-    public var hexString: String { self.map { String(format: "%02x", $0) }.joined() }
+    public var hexString: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(self.underestimatedCount * 2)
+        for byte in self { out += [digits[Int(byte >> 4)], digits[Int(byte & 15)]] }
+        return String(decoding: out, as: UTF8.self)
+    }
 }

@@ -12,8 +12,8 @@ public func withDatabaseDeadline<T: Sendable>(
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { continuation in
             race.continuation.withLock { $0 = continuation }
-            let timer = Task {
-                do { try await clock.sleep(for: limit) } catch { return }  // cancelled: the work answered first
+            // One ticker per clock watches every deadline: a timer per request cost more than an empty poll's query.
+            let deadline = clock.deadlines.add(at: clock.now + limit.milliseconds, clock: clock) {
                 race.work.withLock { $0?.cancel() }
                 race.finish(
                     .failure(
@@ -24,13 +24,59 @@ public func withDatabaseDeadline<T: Sendable>(
                 $0 = Task {
                     let result: Result<T, any Error>
                     do { result = .success(try await body()) } catch { result = .failure(error) }
-                    timer.cancel()
+                    clock.deadlines.remove(deadline)
                     race.finish(result)
                 }
             }
         }
     } onCancel: {
         race.work.withLock { $0?.cancel() }
+    }
+}
+
+/// The deadlines of one clock and the one task that waits for them: it runs while any is pending, waking when the
+/// earliest is due (at least every 250 ms, so a deadline added meanwhile is late by at most that).
+public final class DeadlineTicker: Sendable {
+    private struct State {
+        var pending: [Int: (at: Int64, expire: @Sendable () -> Void)] = [:]
+        var nextID = 0
+        var running = false
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// Calls `expire` once `clock` reaches `at` (ms), unless `remove` comes first.
+    func add(at: Int64, clock: ServerClock, expire: @escaping @Sendable () -> Void) -> Int {
+        let (id, start) = self.state.withLock { state in
+            state.nextID += 1
+            state.pending[state.nextID] = (at, expire)
+            defer { state.running = true }
+            return (state.nextID, !state.running)
+        }
+        if start { Task { await self.run(clock) } }
+        return id
+    }
+
+    func remove(_ id: Int) {
+        _ = self.state.withLock { $0.pending.removeValue(forKey: id) }
+    }
+
+    private func run(_ clock: ServerClock) async {
+        while true {
+            let now = clock.now
+            let (due, earliest): ([@Sendable () -> Void], Int64?) = self.state.withLock { state in
+                let due = state.pending.filter { $0.value.at <= now }
+                for id in due.keys { state.pending[id] = nil }
+                let earliest = state.pending.values.map(\.at).min()
+                if earliest == nil { state.running = false }
+                return (due.values.map(\.expire), earliest)
+            }
+            for expire in due { expire() }
+            guard let earliest else { return }
+            try? await clock.sleep(for: .milliseconds(min(max(earliest - now, 1), 250)))
+        }
     }
 }
 

@@ -3,6 +3,8 @@
 public struct ServerClock: Sendable {
     private let readNow: @Sendable () -> Int64
     private let wait: @Sendable (Duration) async throws -> Void
+    /// The database deadlines measured on this clock.
+    let deadlines = DeadlineTicker()
 
     public init(now: @escaping @Sendable () -> Int64, sleep: @escaping @Sendable (Duration) async throws -> Void) {
         self.readNow = now
