@@ -15,6 +15,18 @@ extension RecordStore {
         let limit = try self.resultsLimit(limit)
         let token = try self.zoneToken(syncToken, in: database)
         return try await self.client.reading { connection in
+            // Most polls find nothing new: the zone's own head says so in one prepared (planned once) statement.
+            if let token {
+                for try await zone in try await connection.execute(ZoneHead(databaseID: database.id, zoneName: zoneName), logger: logger)
+                where zone.changeSeq <= token.seq {
+                    if token.zoneID != zone.id {
+                        try await self.rejectForeignZoneToken(token, zoneName: zoneName, in: database, on: connection, logger: logger)
+                    }
+                    if token.isExpired(purgedSeq: zone.purgedSeq) { throw CloudError.changeTokenExpired }
+                    let next = ChangeToken(kind: .zone, databaseID: database.id, zoneID: zone.id, seq: max(zone.head, token.seq), horizon: zone.purgedSeq)
+                    return ZoneChanges(records: [], syncToken: next.encode(with: self.signer), moreComing: false)
+                }
+            }
             // One statement, one snapshot: the zone, the database head, the purge horizon and the rows.
             var builder = SQLBuilder()
             let columns = Self.recordColumns(&builder, desiredKeys: desiredKeys)
@@ -120,5 +132,31 @@ extension RecordStore {
         guard let requested else { return self.limits.maxResultsLimit }
         guard requested > 0 else { throw CloudError.badRequest("resultsLimit must be at least 1") }
         return min(requested, self.limits.maxResultsLimit)
+    }
+}
+
+/// A zone's id, its database's head, its purge horizon and its own last change, by database id and zone name. A
+/// record write moves the zone's `change_seq` in the same statement as the rows (RecordStore+Modify), so in one
+/// snapshot "the zone's change_seq is at most the token's" means exactly "no row after the token".
+struct ZoneHead: PostgresPreparedStatement {
+    static let sql = """
+        SELECT z.id, d.change_seq, z.purged_seq, z.change_seq FROM databases d JOIN zones z ON z.database_id = d.id
+        WHERE d.id = $1 AND z.zone_name = $2 AND NOT z.deleted
+        """
+    typealias Row = (id: Int64, head: Int64, purgedSeq: Int64, changeSeq: Int64)
+
+    var databaseID: Int64
+    var zoneName: String
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(self.databaseID)
+        bindings.append(self.zoneName)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        let (id, head, purged, changed) = try row.decode((Int64, Int64, Int64, Int64).self)
+        return (id, head, purged, changed)
     }
 }
