@@ -126,9 +126,10 @@ public struct ContinuationMarker: Sendable, Hashable {
 }
 
 extension Int64 {
-    var bigEndianBytes: [UInt8] { withUnsafeBytes(of: self.bigEndian, Array.init) }
+    /// Eight bytes, most significant first: how numbers go into signed tokens.
+    public var bigEndianBytes: [UInt8] { withUnsafeBytes(of: self.bigEndian, Array.init) }
 
-    init(bigEndianBytes bytes: some Collection<UInt8>) {
+    public init(bigEndianBytes bytes: some Collection<UInt8>) {
         self = bytes.reduce(0) { ($0 << 8) | Int64($1) }
     }
 }

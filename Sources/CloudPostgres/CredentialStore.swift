@@ -10,9 +10,8 @@ import Synchronization
 public struct WebAuthGrant: Sendable {
     public var account: Account
     var sessionID: Int64
-    var tokenHash: Data
-    var parentHash: Data?
-    var idleMs: Int64
+    /// The token's generation in its session; the answer's token is the next one.
+    var generation: Int64
 }
 
 /// A registered server-to-server key, as operators list it.
@@ -34,6 +33,8 @@ public final class CredentialStore: Sendable {
     let hasher: PasswordHasher
     /// The time sessions, grace periods and revocations are measured in.
     let clock: ServerClock
+    /// Signed web auth tokens and their sessions.
+    let sessions: WebAuthSessions
     /// scrypt is CPU- and memory-heavy: one queue runs every hash, so sign-in storms queue up instead of
     /// taking every core (and the event loops) away from sync traffic.
     private static let hashingQueue = DispatchQueue(label: "stadiumcloud.password-hashing")
@@ -45,19 +46,26 @@ public final class CredentialStore: Sendable {
         case none
     }
 
+    /// A token of the row-per-token scheme (before migration 0007).
     struct WebAuthRow {
-        var grant: WebAuthGrant
+        var sessionID: Int64
         var expiresMs: Int64
         var retiredMs: Int64?
     }
 
+    /// `useWriteInterval`: how long first uses of web auth tokens wait to be written together (nil: only when
+    /// `writeTokenUses` is called, for tests).
     public init(
-        client: PostgresPool, hasher: PasswordHasher = PasswordHasher(), clock: ServerClock = .system, cacheLifetime: Duration = .seconds(1)
+        client: PostgresPool, hasher: PasswordHasher = PasswordHasher(), clock: ServerClock = .system, cacheLifetime: Duration = .seconds(1),
+        useWriteInterval: Duration? = .milliseconds(250)
     ) {
         self.client = client
         self.hasher = hasher
         self.clock = clock
         self.cacheLifetime = cacheLifetime
+        self.sessions = WebAuthSessions(client: client, cacheLifetime: cacheLifetime, writeInterval: useWriteInterval) { logger in
+            try await Self.tokenSigningKey(client, logger: logger)
+        }
     }
 
     static func hash(_ token: String) -> Data { Data(SHA256.hash(data: Array(token.utf8))) }
@@ -68,10 +76,6 @@ public final class CredentialStore: Sendable {
     }
 
     static func hex(_ bytes: [UInt8]) -> String { bytes.hexString }
-
-    /// Web auth tokens look like CloudKit's (`<n>__<n>__<base64>`), which some clients sniff for; the random part
-    /// carries 256 bits.
-    static func newWebAuthToken() -> String { "1__1__" + TokenSigner.base64URL(randomBytes(32)) }
 
     // MARK: Accounts and passwords
 
@@ -151,61 +155,91 @@ public final class CredentialStore: Sendable {
     // MARK: Web auth sessions
 
     private func startSession(for account: Account, idleMs: Int64, on connection: PostgresConnection, logger: Logger) async throws -> String {
-        let token = Self.newWebAuthToken()
         let now = self.clock.now
-        try await connection.query(
+        let rows = try await connection.query(
             """
-            INSERT INTO credentials (token_hash, kind, account_id, session_id, idle_ms, expires_ms, created_ms)
-            VALUES (\(Self.hash(token)), 'web_auth', \(account.id), nextval('web_auth_sessions'), \(idleMs), \(now + idleMs), \(now))
+            INSERT INTO auth_sessions (id, account_id, idle_ms, created_ms) VALUES (nextval('web_auth_sessions'), \(account.id), \(idleMs), \(now))
+            RETURNING id
             """, logger: logger)
-        return token
+        for try await id in rows.decode(Int64.self) {
+            return try await self.sessions.token(.init(sessionID: id, generation: 0, issuedMs: now), logger: logger)
+        }
+        throw CloudError(.internalError, "session not created")
     }
 
     /// The grant of a live web auth token, or `nil`. A token used again more than `graceMs` after its successor
     /// was first used means two parties hold the session: the whole session ends (docs/AUTH.md).
     public func grant(forWebAuthToken token: String, graceMs: Int64, logger: Logger) async throws -> WebAuthGrant? {
-        guard case .webAuth(let row) = try await self.resolve(token, logger: logger) else { return nil }
         let now = self.clock.now
-        guard row.expiresMs > now else { return nil }
-        if let retired = row.retiredMs, now > retired + graceMs {
-            logger.warning("a retired web auth token was used again: ending its session", metadata: ["account": "\(row.grant.account.name)"])
-            try await self.endSession(row.grant.sessionID, logger: logger)
-            return nil
+        let claims: WebAuthSessions.Claims
+        if let signed = try await self.sessions.claims(of: token, logger: logger) {
+            claims = signed
+        } else {
+            // A token of the row-per-token scheme (before migration 0007): the newest of its chain is generation 0.
+            guard case .webAuth(let row) = try await self.resolve(token, logger: logger), row.expiresMs > now else { return nil }
+            if let retired = row.retiredMs, now > retired + graceMs {
+                try await self.endSession(after: "a retired web auth token was used again", row.sessionID, logger: logger)
+                return nil
+            }
+            claims = .init(sessionID: row.sessionID, generation: 0, issuedMs: now)
         }
-        return row.grant
+        guard let session = try await self.sessions.session(claims.sessionID, logger: logger), !session.revoked,
+            now < claims.issuedMs + session.idleMs
+        else { return nil }
+        if claims.generation > session.newest {
+            self.sessions.noteUse(session: claims.sessionID, generation: claims.generation, at: now)
+        } else if claims.generation < session.newest {
+            // Retired when its successor was first used. Not recorded anywhere means long ago (purged), unless the
+            // newest use is so recent that another process may not have written it yet.
+            let retired = try await self.sessions.firstUse(session: claims.sessionID, generation: claims.generation + 1, logger: logger)
+            let recent = now - session.newestUsedMs < 2_000
+            if retired.map({ now > $0 + graceMs }) ?? !recent {
+                try await self.endSession(after: "a retired web auth token was used again", claims.sessionID, logger: logger)
+                return nil
+            }
+        }
+        return WebAuthGrant(account: session.account, sessionID: claims.sessionID, generation: claims.generation)
     }
 
-    /// The token that replaces `grant`'s in the answer. Using a token retires its parent, which then stays valid
-    /// for the grace period only; a token whose successor never arrives (a lost response) stays valid.
+    /// The token that replaces `grant`'s in the answer: the next generation of its session, signed, with no write.
+    /// Its first use retires the token it replaced (valid for the grace period more); a token whose successor never
+    /// arrives (a lost answer) stays valid.
     public func rotate(_ grant: WebAuthGrant, logger: Logger) async throws -> String {
-        let token = Self.newWebAuthToken()
-        let now = self.clock.now
-        _ = try await translatingDatabaseErrors {
-            try await self.client.query(
-                """
-                WITH retired AS (UPDATE credentials SET retired_ms = \(now) WHERE token_hash = \(grant.parentHash) AND retired_ms IS NULL)
-                INSERT INTO credentials (token_hash, kind, account_id, session_id, parent_hash, idle_ms, expires_ms, created_ms)
-                SELECT \(Self.hash(token)), 'web_auth', \(grant.account.id), \(grant.sessionID), \(grant.tokenHash), \(grant.idleMs), \(now + grant.idleMs), \(now)
-                WHERE EXISTS (SELECT 1 FROM credentials WHERE token_hash = \(grant.tokenHash) AND revoked_ms IS NULL)
-                """, logger: logger)
-        }
-        // This process must see the parent's retirement at once; other processes see it within `cacheLifetime`.
-        if let parent = grant.parentHash { self.cache.withLock { $0[parent] = nil } }
-        return token
+        try await self.sessions.token(.init(sessionID: grant.sessionID, generation: grant.generation + 1, issuedMs: self.clock.now), logger: logger)
     }
 
-    /// Signs out: revokes every token of the session `token` belongs to. Unknown tokens are ignored.
+    /// Writes the first uses of web auth tokens noted so far (the server does so 4 times a second).
+    public func writeTokenUses(logger: Logger) async { await self.sessions.writeUses(logger: logger) }
+
+    /// Signs out: revokes the session `token` belongs to. Unknown tokens are ignored.
     public func endSession(token: String, logger: Logger) async throws {
-        guard case .webAuth(let row) = try await self.resolve(token, logger: logger) else { return }
-        try await self.endSession(row.grant.sessionID, logger: logger)
+        guard let session = try await self.session(of: token, logger: logger) else { return }
+        try await self.endSession(session, logger: logger)
     }
 
-    private func endSession(_ sessionID: Int64, logger: Logger) async throws {
-        _ = try await translatingDatabaseErrors {
-            try await self.client.query(
-                "UPDATE credentials SET revoked_ms = \(self.clock.now) WHERE session_id = \(sessionID) AND revoked_ms IS NULL", logger: logger)
-        }
+    /// The session a web auth token (signed, or of the row-per-token scheme) belongs to.
+    private func session(of token: String, logger: Logger) async throws -> Int64? {
+        if let claims = try await self.sessions.claims(of: token, logger: logger) { return claims.sessionID }
+        if case .webAuth(let row) = try await self.resolve(token, logger: logger) { return row.sessionID }
+        return nil
+    }
+
+    private func endSession(after reason: String, _ sessionID: Int64, logger: Logger) async throws {
+        logger.warning("\(reason): ending its session", metadata: ["session": "\(sessionID)"])
+        try await self.endSession(sessionID, logger: logger)
+    }
+
+    @discardableResult
+    private func endSession(_ sessionID: Int64, logger: Logger) async throws -> Bool {
+        let now = self.clock.now
+        let ended = try await self.touchesRow(
+            """
+            WITH legacy AS (UPDATE credentials SET revoked_ms = \(now) WHERE session_id = \(sessionID) AND revoked_ms IS NULL)
+            UPDATE auth_sessions SET revoked_ms = \(now) WHERE id = \(sessionID) AND revoked_ms IS NULL RETURNING 1
+            """, logger: logger)
+        self.sessions.forget(sessionID)
         self.cache.withLock { $0.removeAll() }
+        return ended
     }
 
     // MARK: API tokens
@@ -223,6 +257,9 @@ public final class CredentialStore: Sendable {
 
     /// Revokes an API token, or the whole session of a web auth token; false when no live token matched.
     public func revoke(token: String, logger: Logger) async throws -> Bool {
+        if let claims = try await self.sessions.claims(of: token, logger: logger) {
+            return try await self.endSession(claims.sessionID, logger: logger)
+        }
         let found = try await self.touchesRow(
             """
             UPDATE credentials SET revoked_ms = \(self.clock.now) WHERE revoked_ms IS NULL
@@ -243,18 +280,13 @@ public final class CredentialStore: Sendable {
         try await self.cached(Self.hash(token)) { hash in
             let rows = try await self.client.query(
                 """
-                SELECT c.kind, a.id, a.name, a.user_record_name, c.session_id, c.parent_hash, c.idle_ms, c.expires_ms, c.retired_ms
-                FROM credentials c LEFT JOIN accounts a ON a.id = c.account_id
+                SELECT c.kind, c.session_id, c.expires_ms, c.retired_ms FROM credentials c
                 WHERE c.token_hash = \(hash) AND c.revoked_ms IS NULL
                 """, logger: logger)
             var value = CachedCredential.none
-            for try await row in rows.decode((String, Int64?, String?, String?, Int64?, Data?, Int64?, Int64?, Int64?).self) {
-                let (kind, id, name, recordName, session, parent, idle, expires, retired) = row
-                if kind == "web_auth", let id, let name, let recordName, let session, let idle, let expires {
-                    let grant = WebAuthGrant(
-                        account: Account(id: id, name: name, userRecordName: recordName), sessionID: session, tokenHash: hash,
-                        parentHash: parent, idleMs: idle)
-                    value = .webAuth(WebAuthRow(grant: grant, expiresMs: expires, retiredMs: retired))
+            for try await (kind, session, expires, retired) in rows.decode((String, Int64?, Int64?, Int64?).self) {
+                if kind == "web_auth", let session, let expires {
+                    value = .webAuth(WebAuthRow(sessionID: session, expiresMs: expires, retiredMs: retired))
                 } else if kind == "api" {
                     value = .apiToken
                 }
@@ -391,6 +423,12 @@ public final class CredentialStore: Sendable {
                 AND (expires_ms < \(now - 86_400_000) OR revoked_ms < \(now - 86_400_000) OR retired_ms < \(now - 3_600_000))
                 """, logger: logger)
             try await self.client.query("DELETE FROM rate_buckets WHERE updated_ms < \(now - 3_600_000)", logger: logger)
+            // First uses older than an hour, except each session's newest (a token that old and older than it is a copy).
+            try await self.client.query(
+                """
+                DELETE FROM auth_session_uses u WHERE first_used_ms < \(now - 3_600_000)
+                AND generation < (SELECT max(generation) FROM auth_session_uses n WHERE n.session_id = u.session_id)
+                """, logger: logger)
         }
     }
 
@@ -398,11 +436,15 @@ public final class CredentialStore: Sendable {
 
     /// The key that signs change tokens and continuation markers; created on first use and kept in the database.
     public func tokenSigningKey(logger: Logger) async throws -> [UInt8] {
+        try await Self.tokenSigningKey(self.client, logger: logger)
+    }
+
+    static func tokenSigningKey(_ client: PostgresPool, logger: Logger) async throws -> [UInt8] {
         try await translatingDatabaseErrors {
-            try await self.client.query(
+            try await client.query(
                 "INSERT INTO server_secrets (name, value) VALUES ('token_signing_key', \(Data(Self.randomBytes(32)))) ON CONFLICT (name) DO NOTHING",
                 logger: logger)
-            for try await value in try await self.client.query(
+            for try await value in try await client.query(
                 "SELECT value FROM server_secrets WHERE name = 'token_signing_key'", logger: logger
             ).decode(Data.self) { return Array(value) }
             throw CloudError(.internalError, "token signing key missing")

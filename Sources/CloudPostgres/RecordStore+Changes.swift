@@ -23,7 +23,8 @@ extension RecordStore {
                         try await self.rejectForeignZoneToken(token, zoneName: zoneName, in: database, on: connection, logger: logger)
                     }
                     if token.isExpired(purgedSeq: zone.purgedSeq) { throw CloudError.changeTokenExpired }
-                    let next = ChangeToken(kind: .zone, databaseID: database.id, zoneID: zone.id, seq: max(zone.head, token.seq), horizon: zone.purgedSeq)
+                    let next = ChangeToken(
+                        kind: .zone, databaseID: database.id, zoneID: zone.id, seq: max(zone.head, token.seq), horizon: zone.purgedSeq)
                     return ZoneChanges(records: [], syncToken: next.encode(with: self.signer), moreComing: false)
                 }
             }
