@@ -4,21 +4,27 @@ import Foundation
 /// Signs and verifies the opaque strings handed to clients (change tokens, continuation markers), so a client
 /// can neither forge nor alter them. The key lives in the database, so tokens survive restarts.
 public struct TokenSigner: Sendable {
-    private let key: SymmetricKey
+    /// The HMAC with the key already absorbed: each token copies it instead of hashing the key again.
+    private let keyed: HMAC<SHA256>
     private static let macLength = 16
 
-    public init(key: some ContiguousBytes) { self.key = SymmetricKey(data: key) }
+    public init(key: some ContiguousBytes) { self.keyed = HMAC(key: SymmetricKey(data: key)) }
+
+    private func mac(_ payload: [UInt8]) -> HMAC<SHA256>.MAC {
+        var hmac = self.keyed
+        hmac.update(data: payload)
+        return hmac.finalize()
+    }
 
     public func sign(_ payload: [UInt8]) -> String {
-        let mac = HMAC<SHA256>.authenticationCode(for: payload, using: self.key)
-        return Self.base64URL(payload + Array(mac).prefix(Self.macLength))
+        Self.base64URL(payload + Array(self.mac(payload)).prefix(Self.macLength))
     }
 
     /// The payload of a string this signer made, or `nil` when it is malformed or altered.
     public func verify(_ text: String) -> [UInt8]? {
         guard let bytes = Self.fromBase64URL(text), bytes.count > Self.macLength else { return nil }
         let payload = Array(bytes.dropLast(Self.macLength))
-        let mac = HMAC<SHA256>.authenticationCode(for: payload, using: self.key)
+        let mac = self.mac(payload)
         // Constant-time comparison of the truncated MAC.
         var difference: UInt8 = 0
         for (expected, given) in zip(Array(mac).prefix(Self.macLength), bytes.suffix(Self.macLength)) { difference |= expected ^ given }
