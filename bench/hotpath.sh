@@ -3,7 +3,10 @@
 # stack and pool answering one `SELECT 1`: bench/Floor), `GET /health`, and the public and private empty polls
 # (`changes/zone` with the current token); then, one client at a time, a single-record save against a raw
 # single-row upsert, and what each request costs PostgreSQL (stadiumcloud-bench, BENCH_SUITE=hotpath).
+# PostgreSQL runs durable (fsync and synchronous commit on, PG_DURABLE=1), so a commit costs its real WAL flush.
+# BENCH_PROFILE=1 also records each path with perf under wrk and writes flame graphs to docs/flamegraphs/.
 set -euo pipefail
+export PG_DURABLE="${PG_DURABLE:-1}"
 cd "$(dirname "$0")/.."
 source scripts/lib/postgres.sh
 source scripts/lib/bench-server.sh
@@ -56,6 +59,31 @@ row "GET /health (no database)" /dev/null "$bench_url/health"
 row "public empty poll" "$bench_work/public.lua" "$bench_url$path/public/changes/zone?ckAPIToken=$api_token"
 row "private empty poll (token rotation on)" "$bench_work/private.lua" "$bench_url$path/private/changes/zone?$private_query"
 echo
+
+# profile NAME SCRIPT URL CONNECTIONS: perf for 5 s on the server under wrk, as docs/flamegraphs/NAME.svg.
+profile() {
+    wrk -t 2 -c "$4" -d 8s -s "$2" "$3" >/dev/null &
+    local load=$!
+    sleep 1
+    perf record -F 1999 -g -p "$bench_server_pid" -o "$bench_work/perf.data" -- sleep 5 >/dev/null 2>&1
+    wait "$load"
+    mkdir -p docs/flamegraphs
+    perf script -i "$bench_work/perf.data" 2>/dev/null | swift demangle --simplified \
+        | python3 scripts/flamegraph.py "$1 (bench/hotpath.sh, release, wrk -c $4)" >"docs/flamegraphs/$1.svg"
+    echo "flame graph: docs/flamegraphs/$1.svg"
+}
+if [ "${BENCH_PROFILE:-0}" = 1 ]; then
+    command -v perf >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-perf >&2
+    cat >"$bench_work/save.lua" <<'LUA'
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '{"operations":[{"operationType":"forceReplace","record":{"recordName":"profiled","recordType":"Visit","fields":{"n":{"value":1}}}}]}'
+LUA
+    profile public-empty-poll "$bench_work/public.lua" "$bench_url$path/public/changes/zone?ckAPIToken=$api_token" 32
+    profile private-empty-poll "$bench_work/private.lua" "$bench_url$path/private/changes/zone?$private_query" 32
+    profile save "$bench_work/save.lua" "$bench_url$path/private/records/modify?$private_query" 4
+    echo
+fi
 
 BENCH_SUITE=hotpath BENCH_SERVER="$bench_url" BENCH_DATABASE_URL="$STADIUMCLOUD_DATABASE_URL" BENCH_API_TOKEN="$api_token" \
 BENCH_WEB_AUTH_TOKEN="$web_token" BENCH_USER_RECORD_NAME="$user_record_name" "$bin/stadiumcloud-bench"
