@@ -9,11 +9,7 @@ cd "$(dirname "$0")/.."
 source scripts/lib/postgres.sh
 source scripts/lib/bench-server.sh
 ensure_packages
-if ! command -v wrk >/dev/null 2>&1; then
-    sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq wrk >&2
-fi
+ensure_wrk
 
 swift build -c release --product stadiumcloud
 bin="$(swift build -c release --show-bin-path)"

@@ -11,11 +11,7 @@ cd "$(dirname "$0")/.."
 source scripts/lib/postgres.sh
 source scripts/lib/bench-server.sh
 ensure_packages
-if ! command -v wrk >/dev/null 2>&1; then
-    sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq wrk >&2
-fi
+ensure_wrk
 for product in stadiumcloud stadiumcloud-floor stadiumcloud-bench; do swift build -c release --product "$product"; done
 bin="$(swift build -c release --show-bin-path)"
 bench_start_server "$bin/stadiumcloud"

@@ -409,10 +409,10 @@ public final class CredentialStore: Sendable {
         return levels
     }
 
-    /// Deletes what can no longer authenticate anything: seen signatures past the signing window, web auth
-    /// tokens expired or revoked more than a day ago, and tokens retired more than an hour ago (every answered
-    /// request leaves one; keeping them an hour is how long a reused copy still ends its session), and rate
-    /// buckets idle for an hour (full again by then).
+    /// Deletes what is no longer needed: seen signatures past the signing window; tokens of the row-per-token
+    /// scheme expired or revoked more than a day ago or retired more than an hour ago; first uses of signed tokens
+    /// older than an hour except each session's newest (an older copy is caught without them); rate buckets idle
+    /// for an hour (full again by then).
     public func purgeExpired(signatureWindowMs: Int64, logger: Logger) async throws {
         let now = self.clock.now
         try await translatingDatabaseErrors {

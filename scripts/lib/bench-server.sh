@@ -36,3 +36,11 @@ bench_stop_server() {
     pg_stop "$bench_work/pg"
     rm -rf "$bench_work"
 }
+
+# wrk, the load generator of bench/cluster.sh and bench/hotpath.sh, from Debian's packages when missing.
+ensure_wrk() {
+    command -v wrk >/dev/null 2>&1 && return
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq wrk >&2
+}
