@@ -33,12 +33,22 @@ extension RecordStore {
     ) async throws -> ModifyResult {
         var result = result
         let answer = try write.answer(result)
+        // Replaces the answer the upsert stored when a create met a live record (RecordStore+Modify).
         try await connection.query(
             """
             INSERT INTO idempotent_writes (database_id, key, request_hash, status, answer, created_ms)
             VALUES (\(databaseID), \(write.key), \(write.requestHash), \(answer.status), \(Data(answer.body)), \(self.clock.now))
+            ON CONFLICT (database_id, key) DO UPDATE SET status = excluded.status, answer = excluded.answer
             """, logger: logger)
         result.answer = answer
         return result
     }
+}
+
+/// An idempotent write's answer, stored by the statement that writes its records.
+struct KeptAnswer {
+    var key: String
+    var requestHash: Data
+    var answer: StoredAnswer
+    var createdMs: Int64
 }

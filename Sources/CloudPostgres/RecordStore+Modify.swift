@@ -51,9 +51,17 @@ extension RecordStore {
                 var lastSeq = plan.lastSeq
                 try await Self.cascadeDeletes(&writes, lastSeq: &lastSeq, zoneID: zoneID, stamp: stamp, on: connection, logger: logger)
                 guard !writes.isEmpty else { return try await finish(ModifyResult(outcomes: plan.outcomes, atomicFailed: false)) }
+                // The answer if every create finds its name free (almost always), stored by the upsert's own statement:
+                // one round trip fewer. A create that meets a live record changes the answer, which is then replaced.
+                var expected = ModifyResult(outcomes: plan.outcomes, atomicFailed: false)
+                let kept = try idempotency.map {
+                    KeptAnswer(key: $0.key, requestHash: $0.requestHash, answer: try $0.answer(expected), createdMs: stamp.timestamp)
+                }
+                expected.answer = kept?.answer
                 let taken = try await Self.store(
-                    writes, creates: plan.creates, zoneID: zoneID, databaseID: database.id, lastSeq: lastSeq, on: connection, logger: logger)
-                guard !taken.isEmpty else { return try await finish(ModifyResult(outcomes: plan.outcomes, atomicFailed: false)) }
+                    writes, creates: plan.creates, zoneID: zoneID, databaseID: database.id, lastSeq: lastSeq, keeping: kept, on: connection,
+                    logger: logger)
+                guard !taken.isEmpty else { return expected }
                 let current = try await Self.loadRecords(Array(taken), zoneID: zoneID, on: connection, logger: logger)
                 let outcomes = plan.outcomes.map { outcome -> OperationOutcome in
                     guard case .saved(let record) = outcome, taken.contains(record.recordName) else { return outcome }
@@ -175,9 +183,10 @@ extension RecordStore {
     /// those that met a live record (EXISTS). Every version of one call shares its `modified` stamp (one request,
     /// one writer), bound once; `created` is that stamp for a new record (or one replacing a tombstone) and stays
     /// as stored otherwise — the rule `ModificationPlan` follows, applied by the database.
+    /// With `keeping`, the same statement stores an idempotent write's answer.
     @discardableResult
     static func store(
-        _ writes: [Record], creates: Set<String> = [], zoneID: Int64, databaseID: Int64, lastSeq: Int64,
+        _ writes: [Record], creates: Set<String> = [], zoneID: Int64, databaseID: Int64, lastSeq: Int64, keeping kept: KeptAnswer? = nil,
         on connection: PostgresConnection, logger: Logger
     ) async throws -> Set<String> {
         let stamp = writes.last!.modified
@@ -219,9 +228,16 @@ extension RecordStore {
         let fresh = writes.filter { creates.contains($0.recordName) }
         let others = writes.filter { !creates.contains($0.recordName) }
         let last = builder.bind(lastSeq)
+        let keep = kept.map { kept in
+            """
+            kept AS (INSERT INTO idempotent_writes (database_id, key, request_hash, status, answer, created_ms)
+                VALUES (\(builder.bind(databaseID)), \(builder.bind(kept.key)), \(builder.bind(ByteBuffer(bytes: kept.requestHash))), \(builder.bind(kept.answer.status)),
+                    \(builder.bind(ByteBuffer(bytes: kept.answer.body))), \(builder.bind(kept.createdMs))) RETURNING 1),
+            """
+        }
         builder.append(
             """
-            WITH created AS (\(upsert(fresh, onlyOverTombstones: true))),
+            WITH \(keep ?? "") created AS (\(upsert(fresh, onlyOverTombstones: true))),
             upserted AS (\(upsert(others, onlyOverTombstones: false))),
             advanced AS (UPDATE databases SET change_seq = \(last) WHERE id = \(builder.bind(databaseID)) RETURNING 1),
             zoned AS (UPDATE zones SET change_seq = \(last), modified_ms = \(builder.bind(stamp.timestamp)) WHERE id = \(zone) RETURNING 1)

@@ -34,6 +34,20 @@ import Testing
         }
     }
 
+    /// The upsert stores the answer it expects; a create that meets a live record must replace it with the EXISTS one.
+    @Test func aKeyedCreateThatMeetsALiveRecordKeepsTheExistsAnswer() async throws {
+        try await TestServer.run { server in
+            #expect(try await Self.modify(server, ["operations": [Op.create("taken")]], key: nil).status == .ok)
+            let batch: JSONValue = ["operations": [Op.create("taken", ["note": "again"]), Op.create("free")]]
+            let first = try await Self.modify(server, batch, key: "meets-live")
+            let answer = try JSONValue.parse(first.body.readableBytesView)
+            #expect(answer["records"]?[0]?["serverErrorCode"] == "EXISTS")
+            #expect(answer["records"]?[1]?["recordName"] == "free")
+            let retry = try await Self.modify(server, batch, key: "meets-live")
+            #expect(String(buffer: retry.body) == String(buffer: first.body), "the retry gets the EXISTS answer, not the expected one")
+        }
+    }
+
     @Test func concurrentRetriesApplyOnceAndAllGetTheSameAnswer() async throws {
         try await TestServer.run { server in
             try await server.modify([Op.create("counter", ["n": 0])])
