@@ -36,7 +36,7 @@ public func withDatabaseDeadline<T: Sendable>(
 
 /// The deadlines of one clock and the one task that waits for them: it runs while any is pending, waking when the
 /// earliest is due (at least every 250 ms, so a deadline added meanwhile is late by at most that).
-public final class DeadlineTicker: Sendable {
+final class DeadlineTicker: Sendable {
     private struct State {
         var pending: [Int: (at: Int64, expire: @Sendable () -> Void)] = [:]
         var nextID = 0
@@ -45,7 +45,7 @@ public final class DeadlineTicker: Sendable {
 
     private let state = Mutex(State())
 
-    public init() {}
+    init() {}
 
     /// Calls `expire` once `clock` reaches `at` (ms), unless `remove` comes first.
     func add(at: Int64, clock: ServerClock, expire: @escaping @Sendable () -> Void) -> Int {
