@@ -33,8 +33,10 @@ BASE = f"/database/1/{CONTAINER}/development"
 def sh(script, **env):
     """Runs bash with the project's PostgreSQL helpers loaded."""
     full = f"source scripts/lib/postgres.sh\n{script}"
-    return subprocess.run(["bash", "-c", full], cwd=ROOT, check=True, text=True, capture_output=True,
-                          env={**os.environ, **env}).stdout.strip()
+    done = subprocess.run(["bash", "-c", full], cwd=ROOT, text=True, capture_output=True, env={**os.environ, **env})
+    if done.returncode != 0:
+        raise Failure(f"`{script}` failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+    return done.stdout.strip()
 
 
 class Failure(Exception):
@@ -52,7 +54,9 @@ class Postgres:
     def __init__(self):
         self.data = tempfile.mkdtemp(prefix="stadiumcloud-faults-pg.")
         os.chmod(self.data, 0o755)
-        self.port = int(sh("free_port 57432"))
+        # Below the kernel's ephemeral range (32768-60999 here): while PostgreSQL is down for an outage scenario, an
+        # outgoing connection could take a port in that range as its own, and PostgreSQL could not listen again.
+        self.port = int(sh("free_port 27432"))
         self.url = f"postgres://postgres@127.0.0.1:{self.port}/postgres"
 
     def start(self):
