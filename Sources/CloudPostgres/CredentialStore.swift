@@ -28,7 +28,7 @@ public final class CredentialStore: Sendable {
     let client: PostgresPool
     /// Recently verified tokens and keys, so a request does not cost a lookup each time; a revocation made by another
     /// server process takes effect here within `cacheLifetime` (1 s: issue 16's bound for several processes).
-    private let cache = Mutex<[Data: (value: CachedCredential, expires: ContinuousClock.Instant)]>([:])
+    let cache = Mutex<[Data: (value: CachedCredential, expires: ContinuousClock.Instant)]>([:])
     let cacheLifetime: Duration
     let hasher: PasswordHasher
     /// The time sessions, grace periods and revocations are measured in.
@@ -152,96 +152,6 @@ public final class CredentialStore: Sendable {
         }
     }
 
-    // MARK: Web auth sessions
-
-    private func startSession(for account: Account, idleMs: Int64, on connection: PostgresConnection, logger: Logger) async throws -> String {
-        let now = self.clock.now
-        let rows = try await connection.query(
-            """
-            INSERT INTO auth_sessions (id, account_id, idle_ms, created_ms) VALUES (nextval('web_auth_sessions'), \(account.id), \(idleMs), \(now))
-            RETURNING id
-            """, logger: logger)
-        for try await id in rows.decode(Int64.self) {
-            return try await self.sessions.token(.init(sessionID: id, generation: 0, issuedMs: now), logger: logger)
-        }
-        throw CloudError(.internalError, "session not created")
-    }
-
-    /// The grant of a live web auth token, or `nil`. A token used again more than `graceMs` after its successor
-    /// was first used means two parties hold the session: the whole session ends (docs/AUTH.md).
-    public func grant(forWebAuthToken token: String, graceMs: Int64, logger: Logger) async throws -> WebAuthGrant? {
-        let now = self.clock.now
-        let claims: WebAuthSessions.Claims
-        if let signed = try await self.sessions.claims(of: token, logger: logger) {
-            claims = signed
-        } else {
-            // A token of the row-per-token scheme (before migration 0007): the newest of its chain is generation 0.
-            guard case .webAuth(let row) = try await self.resolve(token, logger: logger), row.expiresMs > now else { return nil }
-            if let retired = row.retiredMs, now > retired + graceMs {
-                try await self.endSession(after: "a retired web auth token was used again", row.sessionID, logger: logger)
-                return nil
-            }
-            claims = .init(sessionID: row.sessionID, generation: 0, issuedMs: now)
-        }
-        guard let session = try await self.sessions.session(claims.sessionID, logger: logger), !session.revoked,
-            now < claims.issuedMs + session.idleMs
-        else { return nil }
-        if claims.generation > session.newest {
-            self.sessions.noteUse(session: claims.sessionID, generation: claims.generation, at: now)
-        } else if claims.generation < session.newest {
-            // Retired when its successor was first used. Not recorded anywhere means long ago (purged), unless the
-            // newest use is so recent that another process may not have written it yet.
-            let retired = try await self.sessions.firstUse(session: claims.sessionID, generation: claims.generation + 1, logger: logger)
-            let recent = now - session.newestUsedMs < 2_000
-            if retired.map({ now > $0 + graceMs }) ?? !recent {
-                try await self.endSession(after: "a retired web auth token was used again", claims.sessionID, logger: logger)
-                return nil
-            }
-        }
-        return WebAuthGrant(account: session.account, sessionID: claims.sessionID, generation: claims.generation)
-    }
-
-    /// The token that replaces `grant`'s in the answer: the next generation of its session, signed, with no write.
-    /// Its first use retires the token it replaced (valid for the grace period more); a token whose successor never
-    /// arrives (a lost answer) stays valid.
-    public func rotate(_ grant: WebAuthGrant, logger: Logger) async throws -> String {
-        try await self.sessions.token(.init(sessionID: grant.sessionID, generation: grant.generation + 1, issuedMs: self.clock.now), logger: logger)
-    }
-
-    /// Writes the first uses of web auth tokens noted so far (the server does so 4 times a second).
-    public func writeTokenUses(logger: Logger) async { await self.sessions.writeUses(logger: logger) }
-
-    /// Signs out: revokes the session `token` belongs to. Unknown tokens are ignored.
-    public func endSession(token: String, logger: Logger) async throws {
-        guard let session = try await self.session(of: token, logger: logger) else { return }
-        try await self.endSession(session, logger: logger)
-    }
-
-    /// The session a web auth token (signed, or of the row-per-token scheme) belongs to.
-    private func session(of token: String, logger: Logger) async throws -> Int64? {
-        if let claims = try await self.sessions.claims(of: token, logger: logger) { return claims.sessionID }
-        if case .webAuth(let row) = try await self.resolve(token, logger: logger) { return row.sessionID }
-        return nil
-    }
-
-    private func endSession(after reason: String, _ sessionID: Int64, logger: Logger) async throws {
-        logger.warning("\(reason): ending its session", metadata: ["session": "\(sessionID)"])
-        try await self.endSession(sessionID, logger: logger)
-    }
-
-    @discardableResult
-    private func endSession(_ sessionID: Int64, logger: Logger) async throws -> Bool {
-        let now = self.clock.now
-        let ended = try await self.touchesRow(
-            """
-            WITH legacy AS (UPDATE credentials SET revoked_ms = \(now) WHERE session_id = \(sessionID) AND revoked_ms IS NULL)
-            UPDATE auth_sessions SET revoked_ms = \(now) WHERE id = \(sessionID) AND revoked_ms IS NULL RETURNING 1
-            """, logger: logger)
-        self.sessions.forget(sessionID)
-        self.cache.withLock { $0.removeAll() }
-        return ended
-    }
-
     // MARK: API tokens
 
     /// Creates a container API token (64 lowercase hex digits, as MistKit validates).
@@ -276,7 +186,7 @@ public final class CredentialStore: Sendable {
         return false
     }
 
-    private func resolve(_ token: String, logger: Logger) async throws -> CachedCredential {
+    func resolve(_ token: String, logger: Logger) async throws -> CachedCredential {
         try await self.cached(Self.hash(token)) { hash in
             let rows = try await self.client.query(
                 """
@@ -296,7 +206,7 @@ public final class CredentialStore: Sendable {
     }
 
     /// Looks `key` up in the cache, or loads it (database errors become TRY_AGAIN_LATER) and caches the answer.
-    private func cached(_ key: Data, load: (Data) async throws -> CachedCredential) async throws -> CachedCredential {
+    func cached(_ key: Data, load: (Data) async throws -> CachedCredential) async throws -> CachedCredential {
         let now = ContinuousClock.now
         if let cached = self.cache.withLock({ $0[key] }), cached.expires > now { return cached.value }
         let value = try await translatingDatabaseErrors { try await load(key) }
@@ -312,68 +222,8 @@ public final class CredentialStore: Sendable {
         return value
     }
 
-    // MARK: Server-to-server keys
-
-    /// Registers an ECDSA P-256 public key (PEM) and returns its key id (64 hex digits, like CloudKit's).
-    public func registerServerKey(publicKeyPEM: String, label: String?, logger: Logger) async throws -> String {
-        let key: P256.Signing.PublicKey
-        do {
-            key = try P256.Signing.PublicKey(pemRepresentation: publicKeyPEM)
-        } catch {
-            throw CloudError.badRequest("not an ECDSA P-256 public key in PEM form (openssl ec -in eckey.pem -pubout)")
-        }
-        let keyID = Self.hex(Self.randomBytes(32))
-        _ = try await translatingDatabaseErrors {
-            try await self.client.query(
-                "INSERT INTO server_keys (key_id, public_key, label, created_ms) VALUES (\(keyID), \(Data(key.x963Representation)), \(label), \(self.clock.now))",
-                logger: logger)
-        }
-        return keyID
-    }
-
-    /// The public key of a live server-to-server key id, or `nil`.
-    public func serverKey(id keyID: String, logger: Logger) async throws -> P256.Signing.PublicKey? {
-        let value = try await self.cached(Data(("key:" + keyID).utf8)) { _ in
-            let rows = try await self.client.query(
-                "SELECT public_key FROM server_keys WHERE key_id = \(keyID) AND revoked_ms IS NULL", logger: logger)
-            for try await bytes in rows.decode(Data.self) {
-                if let key = try? P256.Signing.PublicKey(x963Representation: bytes) { return .serverKey(key) }
-            }
-            return .none
-        }
-        if case .serverKey(let key) = value { return key }
-        return nil
-    }
-
-    public func revokeServerKey(id keyID: String, logger: Logger) async throws -> Bool {
-        let found = try await self.touchesRow(
-            "UPDATE server_keys SET revoked_ms = \(self.clock.now) WHERE key_id = \(keyID) AND revoked_ms IS NULL RETURNING 1", logger: logger)
-        self.cache.withLock { $0.removeAll() }
-        return found
-    }
-
-    public func serverKeys(logger: Logger) async throws -> [ServerKeyInfo] {
-        let rows = try await translatingDatabaseErrors {
-            try await self.client.query("SELECT key_id, label, created_ms, revoked_ms FROM server_keys ORDER BY created_ms", logger: logger)
-        }
-        var keys: [ServerKeyInfo] = []
-        for try await (id, label, created, revoked) in rows.decode((String, String?, Int64, Int64?).self) {
-            keys.append(ServerKeyInfo(keyID: id, label: label, createdMs: created, revokedMs: revoked))
-        }
-        return keys
-    }
-
-    /// Records a signature as used; false when it was seen before (a replay).
-    public func acceptSignatureOnce(_ signature: [UInt8], logger: Logger) async throws -> Bool {
-        try await self.touchesRow(
-            """
-            INSERT INTO seen_signatures (signature_hash, seen_ms) VALUES (\(Data(SHA256.hash(data: signature))), \(self.clock.now))
-            ON CONFLICT DO NOTHING RETURNING 1
-            """, logger: logger)
-    }
-
     /// Runs a statement that ends in `RETURNING 1`; whether it touched a row.
-    private func touchesRow(_ query: PostgresQuery, logger: Logger) async throws -> Bool {
+    func touchesRow(_ query: PostgresQuery, logger: Logger) async throws -> Bool {
         try await translatingDatabaseErrors {
             for try await _ in try await self.client.query(query, logger: logger) { return true }
             return false
