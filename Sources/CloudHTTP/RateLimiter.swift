@@ -22,50 +22,41 @@ final class RateLimiter: Sendable {
 
     private struct State {
         var buckets: [String: Bucket] = [:]
-        var sharing = false
     }
 
     private let state = Mutex(State())
     private let share: Share?
-    /// How long counts wait before they are shared (nil: only when `shareNow` is called, for tests).
-    private let interval: Duration?
+    /// Shares the counts `interval` after the first unshared one (nil interval: only `shareNow`, for tests).
+    private let sharing: DelayedFlush
     private let logger = Logger(label: "stadiumcloud.ratelimit")
     private let shareTimer = Metrics.Timer(label: "stadiumcloud_rate_limit_share_seconds")
 
     init(share: Share? = nil, interval: Duration? = .milliseconds(250)) {
         self.share = share
-        self.interval = interval
+        self.sharing = DelayedFlush(after: interval)
     }
 
     /// Takes one request from `key`'s bucket, or throws THROTTLED with the seconds until one is available.
     func take(_ key: String, _ limit: RateLimit, what: String) throws {
         let now = ContinuousClock.now
-        let (wait, startSharing): (Double?, Bool) = self.state.withLock { state in
+        let wait: Double? = self.state.withLock { state in
             if state.buckets.count > 100_000 { Self.dropFull(&state.buckets, now: now) }
             var bucket = state.buckets[key] ?? Bucket(tokens: limit.burst, updated: now, limit: limit)
             Self.refill(&bucket, now: now)
             bucket.limit = limit
             defer { state.buckets[key] = bucket }
-            guard bucket.tokens >= 1 else { return ((1 - bucket.tokens) / limit.perSecond, false) }
+            guard bucket.tokens >= 1 else { return (1 - bucket.tokens) / limit.perSecond }
             bucket.tokens -= 1
-            guard self.share != nil else { return (nil, false) }
-            bucket.unshared += 1
-            let start = !state.sharing && self.interval != nil
-            if start { state.sharing = true }
-            return (nil, start)
+            if self.share != nil { bucket.unshared += 1 }
+            return nil
         }
-        if startSharing, let interval {
-            Task {
-                try? await Task.sleep(for: interval)
-                await self.shareNow()
-                self.state.withLock { $0.sharing = false }
-            }
+        guard let wait else {
+            if self.share != nil { self.sharing.request { await self.shareNow() } }
+            return
         }
-        if let wait {
-            // A rate of 0 makes the wait infinite: cap it at a day rather than trap converting it.
-            let retryAfter = max(1, Int(min(wait, 86_400).rounded(.up)))
-            throw CloudError(.throttled, "too many requests for this \(what); retry after \(retryAfter) s", retryAfter: retryAfter)
-        }
+        // A rate of 0 makes the wait infinite: cap it at a day rather than trap converting it.
+        let retryAfter = max(1, Int(min(wait, 86_400).rounded(.up)))
+        throw CloudError(.throttled, "too many requests for this \(what); retry after \(retryAfter) s", retryAfter: retryAfter)
     }
 
     /// Adds the requests counted since the last share to the shared buckets and takes their levels back, less what

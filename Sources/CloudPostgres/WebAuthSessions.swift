@@ -28,7 +28,6 @@ final class WebAuthSessions: Sendable {
         var sessions: [Int64: (session: Session?, expires: ContinuousClock.Instant)] = [:]
         /// First uses this process saw and has not written yet, by session and generation.
         var unwritten: [Int64: [Int64: Int64]] = [:]
-        var writing = false
     }
 
     static let prefix = "2__1__"
@@ -37,12 +36,13 @@ final class WebAuthSessions: Sendable {
     let client: PostgresPool
     let cacheLifetime: Duration
     let loadKey: @Sendable (Logger) async throws -> [UInt8]
-    /// How long first uses wait before they are written together (nil: only by `writeUses`, for tests).
-    let writeInterval: Duration?
+    /// Writes first uses `writeInterval` after the first unwritten one (nil interval: only `writeUses`, for tests).
+    private let writing: DelayedFlush
     private let state = Mutex(State())
 
     init(client: PostgresPool, cacheLifetime: Duration, writeInterval: Duration?, loadKey: @escaping @Sendable (Logger) async throws -> [UInt8]) {
-        (self.client, self.cacheLifetime, self.writeInterval, self.loadKey) = (client, cacheLifetime, writeInterval, loadKey)
+        (self.client, self.cacheLifetime, self.loadKey) = (client, cacheLifetime, loadKey)
+        self.writing = DelayedFlush(after: writeInterval)
     }
 
     func signer(logger: Logger) async throws -> TokenSigner {
@@ -124,18 +124,10 @@ final class WebAuthSessions: Sendable {
 
     /// Notes the first use of a generation; it is written within `writeInterval`.
     func noteUse(session: Int64, generation: Int64, at now: Int64) {
-        let start = self.state.withLock { state in
+        self.state.withLock { state in
             if state.unwritten[session]?[generation] == nil { state.unwritten[session, default: [:]][generation] = now }
-            defer { state.writing = true }
-            return !state.writing && self.writeInterval != nil
         }
-        if start, let interval = self.writeInterval {
-            Task {
-                try? await Task.sleep(for: interval)
-                await self.writeUses(logger: Logger(label: "stadiumcloud.auth"))
-                self.state.withLock { $0.writing = false }
-            }
-        }
+        self.writing.request { await self.writeUses(logger: Logger(label: "stadiumcloud.auth")) }
     }
 
     /// Writes the first uses noted so far in one statement (the earliest report of a generation wins). When the
