@@ -180,7 +180,7 @@ public final class S3AssetStore: AssetStore {
         let destination = try self.blobKey(owner: owner, checksum: asset.checksum)
         // The same bytes already stored for this owner are kept once.
         if try await self.bucket.size(of: destination) == nil {
-            try await self.bucket.copy(try self.folder(upload) + "whole", to: destination)
+            try await self.bucket.copy(UploadState(folder: try self.folder(upload)).wholeKey, to: destination)
         }
         try await self.discard(upload: upload)
     }
@@ -208,14 +208,12 @@ public final class S3AssetStore: AssetStore {
         let cutoff = Date().addingTimeInterval(-age)
         // The last sign of life of each upload: its objects' and its multipart upload's times.
         var latest: [String: Date] = [:]
-        func saw(_ key: String, at date: Date) {
-            let upload = String(key.dropFirst("uploads/".count).prefix { $0 != "/" })
-            latest[upload] = max(latest[upload] ?? .distantPast, date)
-        }
+        func upload(of key: String) -> String { String(key.dropFirst("uploads/".count).prefix { $0 != "/" }) }
+        func saw(_ key: String, at date: Date) { latest[upload(of: key)] = max(latest[upload(of: key)] ?? .distantPast, date) }
         for object in try await self.bucket.list("uploads/") { saw(object.key, at: object.modified) }
         for multipart in try await self.bucket.multipartUploads("uploads/") {
             saw(multipart.key, at: multipart.initiated)
-            if latest[String(multipart.key.dropFirst("uploads/".count).prefix { $0 != "/" })]! < cutoff {
+            if latest[upload(of: multipart.key)]! < cutoff {
                 for part in try await self.bucket.parts(multipart.key, upload: multipart.id) { saw(multipart.key, at: part.modified) }
             }
         }

@@ -125,22 +125,18 @@ struct S3Bucket: Sendable {
 
     /// Every object whose key starts with `prefix`, page by page.
     func list(_ prefix: String) async throws -> [Object] {
-        var objects: [Object] = []
-        var continuation: String?
-        repeat {
-            var query = [("list-type", "2"), ("prefix", self.location.prefix + prefix)]
-            if let continuation { query.append(("continuation-token", continuation)) }
-            let xml = try await self.xml(.GET, nil, query: query, doing: "list \(prefix)")
-            for entry in S3XML.elements("Contents", in: xml) {
-                guard let key = S3XML.text("Key", in: entry), key.hasPrefix(self.location.prefix) else { continue }
-                objects.append(
-                    Object(
-                        key: String(key.dropFirst(self.location.prefix.count)), size: Int64(S3XML.text("Size", in: entry) ?? "") ?? 0,
-                        modified: S3XML.date("LastModified", in: entry)))
-            }
-            continuation = S3XML.text("IsTruncated", in: xml) == "true" ? S3XML.text("NextContinuationToken", in: xml) : nil
-        } while continuation != nil
-        return objects
+        try await self.pages(nil, [("list-type", "2"), ("prefix", self.location.prefix + prefix)], doing: "list \(prefix)") { xml in
+            S3XML.text("NextContinuationToken", in: xml).map { [("continuation-token", $0)] }
+        }.flatMap { S3XML.elements("Contents", in: $0) }.compactMap { entry in
+            guard let key = self.unprefixed(S3XML.text("Key", in: entry)) else { return nil }
+            return Object(key: key, size: Int64(S3XML.text("Size", in: entry) ?? "") ?? 0, modified: S3XML.date("LastModified", in: entry))
+        }
+    }
+
+    /// A key of this location without its prefix; nil for none or another location's.
+    func unprefixed(_ key: String?) -> String? {
+        guard let key, key.hasPrefix(self.location.prefix) else { return nil }
+        return String(key.dropFirst(self.location.prefix.count))
     }
 
     // MARK: Multipart uploads
@@ -159,43 +155,23 @@ struct S3Bucket: Sendable {
     }
 
     func parts(_ key: String, upload id: String) async throws -> [Part] {
-        var parts: [Part] = []
-        var marker: String?
-        repeat {
-            var query = [("uploadId", id)]
-            if let marker { query.append(("part-number-marker", marker)) }
-            let xml = try await self.xml(.GET, key, query: query, doing: "list the parts of \(key)")
-            for entry in S3XML.elements("Part", in: xml) {
-                parts.append(
-                    Part(
-                        number: Int(S3XML.text("PartNumber", in: entry) ?? "") ?? 0, size: Int64(S3XML.text("Size", in: entry) ?? "") ?? 0,
-                        etag: S3XML.text("ETag", in: entry) ?? "", modified: S3XML.date("LastModified", in: entry)))
-            }
-            marker = S3XML.text("IsTruncated", in: xml) == "true" ? S3XML.text("NextPartNumberMarker", in: xml) : nil
-        } while marker != nil
-        return parts.sorted { $0.number < $1.number }
+        try await self.pages(key, [("uploadId", id)], doing: "list the parts of \(key)") { xml in
+            S3XML.text("NextPartNumberMarker", in: xml).map { [("part-number-marker", $0)] }
+        }.flatMap { S3XML.elements("Part", in: $0) }.map { entry in
+            Part(
+                number: Int(S3XML.text("PartNumber", in: entry) ?? "") ?? 0, size: Int64(S3XML.text("Size", in: entry) ?? "") ?? 0,
+                etag: S3XML.text("ETag", in: entry) ?? "", modified: S3XML.date("LastModified", in: entry))
+        }.sorted { $0.number < $1.number }
     }
 
     /// Multipart uploads in progress whose key starts with `prefix`, oldest first.
     func multipartUploads(_ prefix: String) async throws -> [MultipartUpload] {
-        var uploads: [MultipartUpload] = []
-        var markers: (key: String, id: String)?
-        repeat {
-            var query = [("uploads", ""), ("prefix", self.location.prefix + prefix)]
-            if let markers { query += [("key-marker", markers.key), ("upload-id-marker", markers.id)] }
-            let xml = try await self.xml(.GET, nil, query: query, doing: "list multipart uploads")
-            for entry in S3XML.elements("Upload", in: xml) {
-                guard let key = S3XML.text("Key", in: entry), key.hasPrefix(self.location.prefix), let id = S3XML.text("UploadId", in: entry) else {
-                    continue
-                }
-                uploads.append(
-                    MultipartUpload(key: String(key.dropFirst(self.location.prefix.count)), id: id, initiated: S3XML.date("Initiated", in: entry)))
-            }
-            markers =
-                S3XML.text("IsTruncated", in: xml) == "true"
-                ? (S3XML.text("NextKeyMarker", in: xml) ?? "", S3XML.text("NextUploadIdMarker", in: xml) ?? "") : nil
-        } while markers != nil
-        return uploads.sorted { $0.initiated < $1.initiated }
+        try await self.pages(nil, [("uploads", ""), ("prefix", self.location.prefix + prefix)], doing: "list multipart uploads") { xml in
+            [("key-marker", S3XML.text("NextKeyMarker", in: xml) ?? ""), ("upload-id-marker", S3XML.text("NextUploadIdMarker", in: xml) ?? "")]
+        }.flatMap { S3XML.elements("Upload", in: $0) }.compactMap { entry in
+            guard let key = self.unprefixed(S3XML.text("Key", in: entry)), let id = S3XML.text("UploadId", in: entry) else { return nil }
+            return MultipartUpload(key: key, id: id, initiated: S3XML.date("Initiated", in: entry))
+        }.sorted { $0.initiated < $1.initiated }
     }
 
     func completeMultipartUpload(_ key: String, upload id: String, parts: [Part]) async throws {
@@ -239,6 +215,20 @@ struct S3Bucket: Sendable {
             throw self.unavailable(what, detail: "HTTP \(status) \(S3XML.text("Code", in: text[...]) ?? "")")
         }
         return response
+    }
+
+    /// The answers of a listing, page after page: `next` reads from a truncated page what the next request adds.
+    func pages(
+        _ key: String?, _ query: [(String, String)], doing what: String, next: (Substring) -> [(String, String)]?
+    ) async throws -> [Substring] {
+        var pages: [Substring] = []
+        var more: [(String, String)] = []
+        repeat {
+            let xml = try await self.xml(.GET, key, query: query + more, doing: what)
+            pages.append(xml)
+            more = S3XML.text("IsTruncated", in: xml) == "true" ? next(xml) ?? [] : []
+        } while !more.isEmpty
+        return pages
     }
 
     func xml(_ method: HTTPMethod, _ key: String?, query: [(String, String)], doing what: String) async throws -> Substring {
@@ -288,10 +278,10 @@ enum S3XML {
     /// An ISO 8601 time such as `2026-11-23T02:30:00.000Z` (distant past when missing or unreadable).
     static func date(_ name: String, in xml: Substring) -> Date {
         guard let text = self.text(name, in: xml) else { return .distantPast }
-        let withFraction = ISO8601DateFormatter()
-        withFraction.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return withFraction.date(from: text) ?? ISO8601DateFormatter().date(from: text) ?? .distantPast
+        return (try? Date(text, strategy: Self.withFraction)) ?? (try? Date(text, strategy: .iso8601)) ?? .distantPast
     }
+
+    static let withFraction = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 
     static func escape(_ text: String) -> String {
         text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
