@@ -27,7 +27,7 @@ public struct ServerDependencies: Sendable {
         let assets = try openAssetStore(configuration.assets, logger: logger)
         try await assets.removePartialUploads(olderThan: 24 * 3600)
         return ServerDependencies(
-            records: try await stores.records(logger: logger), credentials: stores.credentials, migrations: migrations, assets: assets,
+            records: try await stores.records(feed: ChangeFeed(limits: configuration.live.waiters), logger: logger), credentials: stores.credentials, migrations: migrations, assets: assets,
             metrics: metrics)
     }
 }
@@ -69,6 +69,7 @@ public func buildApplication(
         server: .http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()])),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "StadiumCloud"),
         services: [
+            dependencies.records.changes,
             TombstonePurgeService(
                 records: dependencies.records, credentials: dependencies.credentials,
                 signatureWindowMs: Int64(configuration.auth.signatureWindowSeconds) * 1000, retention: configuration.tombstoneRetention,

@@ -9,7 +9,7 @@ import Metrics
 import NIOCore
 
 /// Everything a database operation needs about its request.
-struct DatabaseCall {
+struct DatabaseCall: Sendable {
     var body: WireObject
     var database: DatabaseRef
     var caller: Caller
@@ -56,6 +56,7 @@ struct DatabaseController: Sendable {
         group.post("changes/zone") { request, context in try await self.run(request, context, self.zoneChanges) }
         group.post("changes/database") { request, context in try await self.run(request, context, self.databaseChanges) }
         group.post("zones/changes") { request, context in try await self.run(request, context, self.databaseChanges) }
+        group.post("changes/wait") { request, context in try await self.run(request, context, waits: true, self.waitForChanges) }
         group.get("zones/list") { request, context in try await self.run(request, context, self.listZones) }
         group.post("zones/lookup") { request, context in try await self.run(request, context, self.lookupZones) }
         group.post("zones/modify") { request, context in try await self.run(request, context, writes: true, self.modifyZones) }
@@ -79,8 +80,10 @@ struct DatabaseController: Sendable {
     // MARK: Request plumbing
 
     /// Authenticates, resolves the database, parses the body, runs `operation` and answers its JSON.
+    /// A request that `waits` (a long poll) answers without rotating the web auth token: it is held for up to a
+    /// minute while the device's other requests rotate it, and its successor would arrive stale (docs/AUTH.md).
     func run(
-        _ request: Request, _ context: BasicRequestContext, writes: Bool = false,
+        _ request: Request, _ context: BasicRequestContext, writes: Bool = false, waits: Bool = false,
         _ operation: @escaping @Sendable (DatabaseCall) async throws -> WireWriter
     ) async throws -> Response {
         var streaming = request
@@ -99,17 +102,26 @@ struct DatabaseController: Sendable {
         } catch is NIOTooManyBytesError {
             throw CloudError.badRequest("the request body is larger than \(self.maxBodyBytes) bytes; split the request")
         }
+        let prepare = { @Sendable in
+            try await self.prepare(request, bytes: bytes, container: container, environment: environment, scope: scope, writes: writes, logger: logger)
+        }
+        if waits {
+            // Held longer than any database deadline: only its database work (here and in `operation`) is under one.
+            let call = try await withDatabaseDeadline(self.configuration.databaseTimeout, clock: self.clock, prepare)
+            return try await operation(call).response()
+        }
         return try await withDatabaseDeadline(self.configuration.databaseTimeout, clock: self.clock) {
-            try await self.answer(
-                request, bytes: bytes, container: container, environment: environment, scope: scope, writes: writes, logger: logger, operation)
+            let call = try await prepare()
+            var response = try await operation(call).response()
+            response.headers[.webAuthToken] = await self.authenticator.rotatedToken(for: call.caller, request: request, logger: logger)
+            return response
         }
     }
 
-    /// The database part of `run`: everything from authentication to the answer, under the database deadline.
-    private func answer(
-        _ request: Request, bytes: ByteBuffer, container: String, environment: String, scope: DatabaseScope, writes: Bool, logger: Logger,
-        _ operation: @Sendable (DatabaseCall) async throws -> WireWriter
-    ) async throws -> Response {
+    /// Everything from authentication to the call: who asks, which database, the parsed body.
+    private func prepare(
+        _ request: Request, bytes: ByteBuffer, container: String, environment: String, scope: DatabaseScope, writes: Bool, logger: Logger
+    ) async throws -> DatabaseCall {
         let caller = try await self.authenticator.caller(for: request, body: bytes, logger: logger)
         if scope == .private {
             guard caller.serverKeyID == nil else { throw CloudError.accessDenied("server-to-server keys reach the public database only") }
@@ -132,9 +144,7 @@ struct DatabaseController: Sendable {
             try FieldName.validate(key, path: "header", what: "Idempotency-Key")
             call.idempotencyKey = (key, Data(SHA256.hash(data: Array(request.uri.path.utf8) + Array(bytes.readableBytesView))))
         }
-        var response = try await operation(call).response()
-        response.headers[.webAuthToken] = await self.authenticator.rotatedToken(for: caller, request: request, logger: logger)
-        return response
+        return call
     }
 
     /// The URL's container (one this server serves) and environment.

@@ -19,6 +19,7 @@ public struct ServerConfiguration: Sendable {
     /// answered 503 TRY_AGAIN_LATER.
     public var databaseTimeout: Duration = .seconds(10)
     public var auth = AuthConfiguration()
+    public var live = LiveConfiguration()
     public var rateLimits = RateLimits()
     public var limits = RecordLimits()
     /// Where asset bytes live: a folder (`FileAssetStore`) or `s3://bucket[/prefix]?endpoint=…` (`S3AssetStore`).
@@ -83,6 +84,22 @@ public struct RateLimits: Sendable {
     /// Whether budgets are shared by every process on the database (counts added to it 4 times a second) or kept
     /// per process (one process: no database writes for rate limits at all).
     public var shared = true
+
+    public init() {}
+}
+
+/// Live sync: `changes/wait`, subscriptions and the web courier (docs/SYNC.md).
+public struct LiveConfiguration: Sendable {
+    /// Waiting requests per process and per account; past them, 503 THROTTLED.
+    public var waiters = ChangeFeed.Limits()
+    /// The longest a `changes/wait` or a courier poll is held (CouchDB's longpoll also stops at 60 s).
+    public var maxWaitSeconds = 60
+    /// How long a courier poll is held when the client does not say.
+    public var courierWaitSeconds = 30
+    /// Lifetime of a push token from `tokens/create` (CloudKit JS asks for 12 hours).
+    public var pushTokenLifetimeSeconds = 12 * 3600
+    /// Subscriptions per account and database.
+    public var maxSubscriptions = 100
 
     public init() {}
 }

@@ -32,6 +32,12 @@ public struct DatabaseURL: Sendable, CustomStringConvertible {
     /// The URL with the password masked, safe for logs.
     public var description: String { "postgres://\(self.username)\(self.password == nil ? "" : ":***")@\(self.host):\(self.port)/\(self.database)" }
 
+    /// One connection of its own (the pool's probe, the change listener).
+    public var connectionConfiguration: PostgresConnection.Configuration {
+        PostgresConnection.Configuration(
+            host: self.host, port: self.port, username: self.username, password: self.password, database: self.database, tls: .disable)
+    }
+
     public func clientConfiguration(maximumConnections: Int = 20, connectTimeout: Duration = .seconds(5)) -> PostgresClient.Configuration {
         var configuration = PostgresClient.Configuration(
             host: self.host, port: self.port, username: self.username, password: self.password,

@@ -117,10 +117,7 @@ public final class PostgresPool: Service, Sendable {
 
     /// Opens and closes one connection of its own.
     func probe() async throws {
-        let configuration = PostgresConnection.Configuration(
-            host: self.url.host, port: self.url.port, username: self.url.username, password: self.url.password, database: self.url.database,
-            tls: .disable)
-        let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: self.logger)
+        let connection = try await PostgresConnection.connect(configuration: self.url.connectionConfiguration, id: 0, logger: self.logger)
         try await connection.close()
     }
 

@@ -16,7 +16,7 @@ extension RecordStore {
         _ decide: @Sendable ([String: [String: Record]]) throws -> [String: [RecordDraft]]
     ) async throws -> Int {
         for name in zoneNames { try FieldName.validate(name, path: "import", what: "zone name") }
-        return try await self.client.transaction(logger: logger) { connection in
+        let written = try await self.client.transaction(logger: logger) { connection in
             let (first, _, schema) = try await self.beginWrite(zoneName: defaultZoneName, in: database, on: connection, logger: logger)
             var seq = first
             var zoneIDs: [String: Int64] = [:]
@@ -61,6 +61,8 @@ extension RecordStore {
             }
             return written
         }
+        if written > 0 { self.changes.committed([database.id]) }
+        return written
     }
 
     /// Every live record of `types` in any zone of the database, in one snapshot, for callers that keep a derived

@@ -21,7 +21,7 @@ extension RecordStore {
         let atomic = zoneName != defaultZoneName && (requestedAtomic ?? true)
         let limits = self.limits
         do {
-            return try await self.client.transaction(logger: logger) { connection in
+            let result = try await self.client.transaction(logger: logger) { connection in
                 let (head, zoneID, schema) = try await self.beginWrite(zoneName: zoneName, in: database, on: connection, logger: logger)
                 // Checked under the database lock: a retry racing its original waits for it, then finds its answer.
                 if let idempotency, let stored = try await Self.storedAnswer(idempotency, databaseID: database.id, on: connection, logger: logger) {
@@ -73,6 +73,8 @@ extension RecordStore {
                 if atomic { throw AtomicBatchFailed(outcomes: Self.atomicFailure(outcomes)) }
                 return try await finish(ModifyResult(outcomes: outcomes, atomicFailed: false))
             }
+            if result.outcomes.contains(where: { !$0.isFailure }) { self.changes.committed([database.id]) }
+            return result
         } catch let failure as AtomicBatchFailed {
             // Rolled back, so nothing is stored: a retry runs again (and, names still taken, fails the same way).
             let result = ModifyResult(outcomes: failure.outcomes, atomicFailed: true)

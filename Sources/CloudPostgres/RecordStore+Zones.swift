@@ -37,7 +37,7 @@ extension RecordStore {
             throw CloudError.badRequest("a request may hold at most \(self.limits.maxOperations) operations")
         }
         for operation in operations { try FieldName.validate(operation.zoneName, path: "zones/modify", what: "zone name") }
-        return try await self.client.transaction(logger: logger) { connection in
+        let outcomes = try await self.client.transaction(logger: logger) { connection in
             var head = try await Self.lockChangeSequence(of: database, on: connection, logger: logger)
             let now = self.clock.now
             var outcomes: [ZoneOutcome] = []
@@ -78,6 +78,8 @@ extension RecordStore {
             try await connection.query("UPDATE databases SET change_seq = \(head) WHERE id = \(database.id)", logger: logger)
             return outcomes
         }
+        self.changes.committed([database.id])
+        return outcomes
     }
 
     /// Adds a live zone at change number `seq` and returns its id (the caller holds the database lock).

@@ -16,6 +16,8 @@ public final class RecordStore: Sendable {
     /// The time stamped on zones, assets and kept answers.
     public let clock: ServerClock
     private let databaseIDs = Mutex<[DatabaseKey: Int64]>([:])
+    /// Wakes the requests waiting for changes, in this process and the others, after each committed write.
+    public let changes: ChangeBroadcast
     /// The deployed schema by version, so a write re-reads only its version number.
     let schemaCache = Mutex<(version: Int32, schema: Schema)?>(nil)
 
@@ -26,11 +28,15 @@ public final class RecordStore: Sendable {
         var ownerAccountID: Int64?
     }
 
-    public init(client: PostgresPool, signer: TokenSigner, limits: RecordLimits = RecordLimits(), clock: ServerClock = .system) {
+    public init(
+        client: PostgresPool, signer: TokenSigner, limits: RecordLimits = RecordLimits(), clock: ServerClock = .system,
+        feed: ChangeFeed = ChangeFeed()
+    ) {
         self.client = client
         self.signer = signer
         self.limits = limits
         self.clock = clock
+        self.changes = ChangeBroadcast(client: client, feed: feed, logger: Logger(label: "stadiumcloud.changes"))
     }
 
     /// The migrations not yet applied (what `/ready` reports): empty when the database is current.

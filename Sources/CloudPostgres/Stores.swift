@@ -17,9 +17,9 @@ public struct Stores: Sendable {
     }
 
     /// The record store. Its token signing key lives in the database, so the client must be running.
-    public func records(logger: Logger) async throws -> RecordStore {
+    public func records(feed: ChangeFeed = ChangeFeed(), logger: Logger) async throws -> RecordStore {
         let key = try await self.credentials.tokenSigningKey(logger: logger)
-        return RecordStore(client: self.client, signer: TokenSigner(key: key), limits: self.limits, clock: self.clock)
+        return RecordStore(client: self.client, signer: TokenSigner(key: key), limits: self.limits, clock: self.clock, feed: feed)
     }
 
     public func migrator(_ migrations: [Migration], logger: Logger) -> Migrator {

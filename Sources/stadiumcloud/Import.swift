@@ -14,9 +14,13 @@ struct Import: AsyncParsableCommand {
     func run() async throws {
         let dataset = try CanonicalDataset.load(from: self.path)
         let plan = try await Live(self.database).run { live, logger in
-            try await CanonicalImporter(records: try await live.stores.records(logger: logger), logger: logger).run(
+            let records = try await live.stores.records(logger: logger)
+            let plan = try await CanonicalImporter(records: records, logger: logger).run(
                 dataset, container: self.container, environment: self.environment, dryRun: self.dryRun
             ) { print("import: \($0)") }
+            // Running servers wake their waiting devices when the notification arrives.
+            await records.changes.flush()
+            return plan
         }
         for line in plan.report { print(line) }
         print(plan.changes.isEmpty ? "Nothing changed." : "\(plan.changes.count) change(s)\(self.dryRun ? " (dry run)" : "").")

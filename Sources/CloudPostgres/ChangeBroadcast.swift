@@ -1,0 +1,127 @@
+import CloudCore
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+import Synchronization
+
+/// Tells every server process which databases changed, so each can wake its own waiters (`ChangeFeed`).
+///
+/// After a write commits, the writing process wakes its waiters at once and sends one `NOTIFY` for every process,
+/// outside the write's transaction (a `NOTIFY` inside it would take PostgreSQL's global notify lock at commit)
+/// and coalesced: while one is being sent, the databases changed meanwhile wait for the next, which names them
+/// all. Each process listens on one connection of its own (`run`, a service). When that connection is lost it
+/// reconnects, listens again and then wakes every waiter, since a change may have gone unheard in between; waiters
+/// re-check with their tokens, so a wake-up is never lost, only sometimes spurious.
+public final class ChangeBroadcast: Service, Sendable {
+    public static let channel = "stadiumcloud_changes"
+    /// PostgreSQL refuses payloads of 8,000 bytes or more.
+    static let maxPayloadBytes = 7_900
+
+    public let feed: ChangeFeed
+    let client: PostgresPool
+    let logger: Logger
+    /// Tells this process's notifications from the others' (it has woken its own waiters already).
+    let origin = String(UInt64.random(in: 1...UInt64.max), radix: 36)
+    private let sending = Mutex<(pending: Set<Int64>, task: Task<Void, Never>?)>(([], nil))
+    private let listens = Atomic<Int>(0)
+
+    init(client: PostgresPool, feed: ChangeFeed, logger: Logger) {
+        self.client = client
+        self.feed = feed
+        self.logger = logger
+    }
+
+    /// How many times the listening connection has started listening (tests wait for a reconnect with it).
+    public var listenCount: Int { self.listens.load(ordering: .relaxed) }
+
+    /// A write to these databases committed: wakes this process's waiters and notifies the other processes.
+    public func committed(_ databases: some Sequence<Int64>) {
+        let databases = Set(databases)
+        guard !databases.isEmpty else { return }
+        self.feed.changed(databases)
+        self.sending.withLock { state in
+            state.pending.formUnion(databases)
+            guard state.task == nil else { return }
+            state.task = Task { await self.sendPending() }
+        }
+    }
+
+    /// Returns once every notification asked for so far is sent (a command that imports and exits).
+    public func flush() async {
+        while let task = self.sending.withLock({ $0.task }) { await task.value }
+    }
+
+    private func sendPending() async {
+        while true {
+            let databases = self.sending.withLock { state -> Set<Int64> in
+                defer { state.pending = [] }
+                if state.pending.isEmpty { state.task = nil }
+                return state.pending
+            }
+            guard !databases.isEmpty else { return }
+            for payload in Self.payloads(origin: self.origin, databases: databases) {
+                do {
+                    try await self.client.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: self.logger)
+                } catch {
+                    // Other processes' waiters then wake at their timeout and re-check: late, not lost.
+                    self.logger.warning("could not notify other processes of changes", metadata: ["error": "\(String(reflecting: error))"])
+                }
+            }
+        }
+    }
+
+    /// `origin id,id,…`, split so that each payload stays under PostgreSQL's limit.
+    static func payloads(origin: String, databases: Set<Int64>) -> [String] {
+        var payloads: [String] = []
+        var current = origin + " "
+        for id in databases.sorted() {
+            let text = String(id)
+            if current.utf8.count + text.utf8.count + 1 > Self.maxPayloadBytes {
+                payloads.append(current)
+                current = origin + " "
+            }
+            current += (current.hasSuffix(" ") ? "" : ",") + text
+        }
+        payloads.append(current)
+        return payloads
+    }
+
+    /// The databases a payload names, or nil when this process sent it (or it is not ours).
+    func databases(in payload: String) -> [Int64]? {
+        let parts = payload.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0] != self.origin else { return nil }
+        return parts[1].split(separator: ",").compactMap { Int64($0) }
+    }
+
+    /// Listens until cancelled or, in a `ServiceGroup`, until graceful shutdown; reconnects after a lost connection.
+    public func run() async throws {
+        await cancelWhenGracefulShutdown { await self.listen() }
+    }
+
+    func listen() async {
+        var backoff = Duration.milliseconds(100)
+        while !Task.isCancelled {
+            do {
+                let connection = try await PostgresConnection.connect(
+                    configuration: self.client.url.connectionConfiguration, id: 1, logger: self.logger)
+                defer { Task { try? await connection.close() } }
+                try await connection.listen(on: Self.channel) { notifications in
+                    self.listens.add(1, ordering: .relaxed)
+                    backoff = .milliseconds(100)
+                    // Whatever committed while nobody listened is caught up by waking everyone.
+                    self.feed.wakeAll()
+                    for try await notification in notifications {
+                        if let databases = self.databases(in: notification.payload) { self.feed.changed(databases) }
+                    }
+                }
+            } catch {
+                if Task.isCancelled { return }
+                self.logger.warning(
+                    "the change listener lost PostgreSQL; reconnecting in \(backoff)", metadata: ["error": "\(String(reflecting: error))"])
+            }
+            do { try await Task.sleep(for: backoff) } catch { return }
+            backoff = min(backoff * 2, .seconds(5))
+        }
+    }
+}
