@@ -44,6 +44,10 @@ public struct SyncConfiguration: Sendable {
     public var maxBatches = 50
     /// Bytes per upload request and per ranged download request: the most an asset transfer holds in memory.
     public var chunkSize = 4 << 20
+    /// Seconds one `changes/wait` is held by the server (below the transport's timeout).
+    public var waitSeconds = 25
+    /// Between syncs when the server cannot wait (an older server or a plain CloudKit endpoint): plain polling.
+    public var pollInterval: Duration = .seconds(30)
 
     public init() {}
 }
@@ -209,6 +213,67 @@ public actor SyncEngine {
             report.dropped += outcome.dropped
             report.refused += outcome.refused.map { "\($0.recordName): \($0.error)" }
             progress(.sent(records: batch.entries.count, waiting: try self.store.pendingCounts().waiting))
+        }
+    }
+
+    // MARK: Live sync
+
+    /// Waits until the server says that something this device follows changed after its tokens (`changes/wait`,
+    /// docs/SYNC.md): the private database, when signed in, and the followed public zones, in one request. True when
+    /// something did, false when the wait ran out. A device that made the change is woken too; its sync then
+    /// finds its own edit and nothing else to do.
+    public func waitForChanges() async throws -> Bool {
+        var publicZones: [JSONValue] = []
+        for zone in self.configuration.publicZones {
+            var entry: [String: JSONValue] = ["zoneID": ["zoneName": .string(zone)]]
+            if let token = try self.store.token(scope: .public, zone: zone) { entry["syncToken"] = .string(token) }
+            publicZones.append(.object(entry))
+        }
+        let timeout = JSONValue.int(Int64(self.configuration.waitSeconds))
+        let answer: JSONValue
+        if try self.store.webAuthToken() != nil {
+            var body: [String: JSONValue] = ["publicZones": .array(publicZones), "timeout": timeout]
+            if let token = try self.store.token(scope: .private, zone: LocalStore.databaseTokenZone) { body["syncToken"] = .string(token) }
+            answer = try await self.service.call(.private, "changes/wait", .object(body))
+        } else {
+            answer = try await self.service.call(.public, "changes/wait", ["zones": .array(publicZones), "timeout": timeout])
+        }
+        return answer["changed"]?.boolValue == true
+    }
+
+    /// Syncs whenever the server says something changed, until the task is cancelled: sync, wait, sync, … Where
+    /// the server cannot wait (it answers `changes/wait` with an error other than throttling or a network failure),
+    /// it polls every `pollInterval` instead. Each sync's report goes to `synced`; a failed sync is retried after
+    /// `pollInterval` (the service already retried what could be retried). `using` is the app's own sync, when it
+    /// does more than this engine's.
+    public func syncContinuously(
+        using sync: (@Sendable () async throws -> SyncReport)? = nil, synced: @escaping @Sendable (Result<SyncReport, any Error>) -> Void = { _ in }
+    ) async {
+        var canWait = true
+        while !Task.isCancelled {
+            do {
+                let report = if let sync { try await sync() } else { try await self.sync() }
+                synced(.success(report))
+            } catch is CancellationError {
+                return
+            } catch {
+                synced(.failure(error))
+                do { try await Task.sleep(for: self.configuration.pollInterval) } catch { return }
+                continue
+            }
+            if canWait {
+                do {
+                    _ = try await self.waitForChanges()
+                    continue
+                } catch is CancellationError {
+                    return
+                } catch let error as SyncError where error.status == 400 || error.status == 404 || error.status == 405 {
+                    canWait = false
+                } catch {
+                    // Throttled or unreachable: wait a poll interval before syncing again.
+                }
+            }
+            do { try await Task.sleep(for: self.configuration.pollInterval) } catch { return }
         }
     }
 }

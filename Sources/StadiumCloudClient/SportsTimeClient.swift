@@ -118,6 +118,12 @@ public final class StadiumCloudClient: Sendable {
         return report
     }
 
+    /// Syncs whenever the server says something changed (`changes/wait`; polling where the server cannot wait),
+    /// until the task is cancelled. Each sync's report goes to `synced`.
+    public func syncContinuously(synced: @escaping @Sendable (Result<SyncReport, any Error>) -> Void = { _ in }) async {
+        await self.engine.syncContinuously(using: { try await self.sync() }, synced: synced)
+    }
+
     // MARK: venues
 
     /// Venues whose name, nickname, city or id contains `text` (all without), by name.

@@ -72,6 +72,39 @@ import Testing
         }
     }
 
+    /// Live sync: the tablet waits (`changes/wait`) instead of polling (its poll interval is an hour), and a visit
+    /// saved on the phone, then an operator's canonical import, each reach it by the wake-up alone.
+    @Test func anEditAndAnImportReachAWaitingDeviceWithoutPolling() async throws {
+        try await Self.run { server, folder in
+            var configuration = SyncConfiguration()
+            configuration.pollInterval = .seconds(3600)
+            let phone = try await Self.device(server, folder, "phone")
+            let tablet = try await Self.device(server, folder, "tablet", configuration: configuration)
+            let (reports, reported) = AsyncStream.makeStream(of: SyncReport.self)
+            let live = Task { await tablet.syncContinuously { reported.yield((try? $0.get()) ?? SyncReport()) } }
+            defer { live.cancel() }
+            var iterator = reports.makeAsyncIterator()
+            _ = await iterator.next()
+            let feed = server.dependencies.records.changes.feed
+            while feed.waiting < 1 { try await Task.sleep(for: .milliseconds(2)) }
+
+            let started = ContinuousClock.now
+            _ = try phone.addVisit(stadiumID: "stadium_mlb_oracle_park", date: 1_717_243_200_000, notes: "live")
+            try await phone.sync()
+            var report = await iterator.next()
+            while report?.fetched == 0 { report = await iterator.next() }
+            print("live sync: phone's save to tablet's fetch in \(ContinuousClock.now - started)")
+            #expect(try tablet.visits().map(\.notes) == ["live"])
+
+            while feed.waiting < 1 { try await Task.sleep(for: .milliseconds(2)) }
+            _ = try await server.importer.run(
+                try CanonicalFixtures.dataset.get(), container: "iCloud.com.sportstime.test", environment: "development", dryRun: false)
+            report = await iterator.next()
+            while report?.fetched == 0 { report = await iterator.next() }
+            #expect(try tablet.stadium("stadium_mlb_oracle_park") != nil)
+        }
+    }
+
     @Test func concurrentEditsToOneVisitConverge() async throws {
         try await Self.run { server, folder in
             let phone = try await Self.device(server, folder, "phone")
