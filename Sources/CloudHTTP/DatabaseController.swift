@@ -15,6 +15,8 @@ struct DatabaseCall: Sendable {
     var caller: Caller
     var logger: Logger
     var deviceID: String
+    /// The device id the client sent, if it did (`deviceID` falls back to a default).
+    var explicitDeviceID: String?
     /// `http://host:port` as the client reached us, for the absolute URLs we hand out.
     var baseURL: String
     var container: String
@@ -64,17 +66,19 @@ struct DatabaseController: Sendable {
         group.post("assets/rereference") { request, context in try await self.run(request, context, writes: true, self.rereference) }
         group.get("users/current") { request, context in try await self.currentUser(request, context, caller: false) }
         group.get("users/caller") { request, context in try await self.currentUser(request, context, caller: true) }
-        for unsupported in [
-            "subscriptions/list", "subscriptions/lookup", "subscriptions/modify", "records/resolve", "records/accept",
-            "users/discover", "users/lookup/email", "users/lookup/id", "tokens/create", "tokens/register",
-        ] {
+        group.get("subscriptions/list") { request, context in try await self.run(request, context, self.listSubscriptions) }
+        group.post("subscriptions/list") { request, context in try await self.run(request, context, self.listSubscriptions) }
+        group.post("subscriptions/lookup") { request, context in try await self.run(request, context, self.lookupSubscriptions) }
+        group.post("subscriptions/modify") { request, context in try await self.run(request, context, self.modifySubscriptions) }
+        self.addCourierRoutes(to: router)
+        for unsupported in ["records/resolve", "records/accept", "users/discover", "users/lookup/email", "users/lookup/id"] {
             group.on(RouterPath(unsupported), method: .post) { _, _ -> Response in throw Self.unsupported(unsupported) }
             group.on(RouterPath(unsupported), method: .get) { _, _ -> Response in throw Self.unsupported(unsupported) }
         }
     }
 
     static func unsupported(_ path: String) -> CloudError {
-        .badRequest("\(path) is not supported by this server; devices poll changes/database and changes/zone")
+        .badRequest("\(path) is not supported by this server")
     }
 
     // MARK: Request plumbing
@@ -89,7 +93,8 @@ struct DatabaseController: Sendable {
         var streaming = request
         let logger = context.logger
         let (container, environment) = try self.containerAndEnvironment(context)
-        let scopeName = try context.parameters.require("database")
+        // `/device/1/{container}/{environment}/tokens/…` has no database: push tokens are a signed-in person's.
+        let scopeName = context.parameters.get("database") ?? DatabaseScope.private.rawValue
         guard let scope = DatabaseScope(rawValue: scopeName) else {
             throw CloudError.badRequest(
                 scopeName == "shared" ? "the shared database is not supported by this server" : "database must be public or private, not \(scopeName)"
@@ -138,7 +143,7 @@ struct DatabaseController: Sendable {
             owner: scope == .private ? caller.account : nil, logger: logger)
         var call = DatabaseCall(
             body: try WireObject(body, path: ""), database: database, caller: caller, logger: logger,
-            deviceID: request.headers[.deviceID] ?? "StadiumCloud", baseURL: baseURL(of: request, self.configuration), container: container,
+            deviceID: request.headers[.deviceID] ?? "StadiumCloud", explicitDeviceID: request.headers[.deviceID], baseURL: baseURL(of: request, self.configuration), container: container,
             environment: environment)
         if let key = request.headers[.idempotencyKey] {
             try FieldName.validate(key, path: "header", what: "Idempotency-Key")
