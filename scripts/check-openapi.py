@@ -29,16 +29,16 @@ CLOUDKIT = [
     ("get", "zones/list"), ("post", "zones/lookup"), ("post", "zones/modify"),
     ("post", "assets/upload"), ("post", "assets/rereference"),
     ("get", "users/current"), ("get", "users/caller"),
+    ("get", "subscriptions/list"), ("post", "subscriptions/list"), ("post", "subscriptions/lookup"), ("post", "subscriptions/modify"),
+    ("post", "tokens/create"), ("post", "tokens/register"),
 ]
 # CloudKit endpoints answered with BAD_REQUEST "not supported", on GET and POST.
-UNSUPPORTED = [
-    "subscriptions/list", "subscriptions/lookup", "subscriptions/modify", "records/resolve", "records/accept",
-    "users/discover", "users/lookup/email", "users/lookup/id", "tokens/create", "tokens/register",
-]
+UNSUPPORTED = ["records/resolve", "records/accept", "users/discover", "users/lookup/email", "users/lookup/id"]
 # Extension endpoints on the public database.
 EXTENSIONS = [
     ("post", "canonical/resolve"), ("post", "canonical/nearby"),
     ("post", "canonical/games"), ("post", "canonical/gameDates"), ("post", "canonical/match"),
+    ("post", "changes/wait"),
 ]
 
 ROUTES = (
@@ -56,6 +56,9 @@ ROUTES = (
         ("post", "/signin"),
         ("post", "/signout"),
         ("get", "/openapi.yaml"),
+        ("post", "/device/1/{container}/{environment}/tokens/create"),
+        ("post", "/device/1/{container}/{environment}/tokens/register"),
+        ("get", "/webcourier/aps"),
     }
 )
 

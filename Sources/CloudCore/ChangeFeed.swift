@@ -33,6 +33,7 @@ public final class ChangeFeed: Sendable {
         var byDatabase: [Int64: Set<UInt64>] = [:]
         var perAccount: [Int64: Int] = [:]
         var nextID: UInt64 = 0
+        var closed = false
     }
 
     private let state = Mutex(State())
@@ -57,7 +58,8 @@ public final class ChangeFeed: Sendable {
                 state.perAccount[account, default: 0] += 1
             }
             state.nextID += 1
-            state.waiters[state.nextID] = Waiter(databases: databases, account: account, phase: .registered(woken: nil))
+            // A closing server answers at once (unchanged), so the client asks again, of a server that stays.
+            state.waiters[state.nextID] = Waiter(databases: databases, account: account, phase: .registered(woken: state.closed ? false : nil))
             for database in databases { state.byDatabase[database, default: []].insert(state.nextID) }
             return state.nextID
         }
@@ -73,6 +75,15 @@ public final class ChangeFeed: Sendable {
     /// Wakes every waiter: after the listening connection was lost, a change may have gone unheard.
     public func wakeAll() {
         for id in self.state.withLock({ Array($0.waiters.keys) }) { self.wake(id, changed: true) }
+    }
+
+    /// The server is shutting down: every waiter answers now, and later ones at once.
+    public func close() {
+        let ids = self.state.withLock { state in
+            state.closed = true
+            return Array(state.waiters.keys)
+        }
+        for id in ids { self.wake(id, changed: false) }
     }
 
     fileprivate func wake(_ id: UInt64, changed: Bool) {

@@ -95,8 +95,10 @@ public final class ChangeBroadcast: Service, Sendable {
     }
 
     /// Listens until cancelled or, in a `ServiceGroup`, until graceful shutdown; reconnects after a lost connection.
+    /// At shutdown every waiter is answered, so that in-flight long polls do not hold the process up.
     public func run() async throws {
         await cancelWhenGracefulShutdown { await self.listen() }
+        self.feed.close()
     }
 
     func listen() async {

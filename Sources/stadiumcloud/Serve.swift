@@ -32,6 +32,8 @@ struct Serve: AsyncParsableCommand {
     var tokenRateLimit = 500.0
     @Flag(inversion: .prefixedNo, help: "Share rate-limit budgets with every process on the database (off: per process, for a single server).")
     var sharedRateLimits = true
+    @Option(help: "Longest a changes/wait or web courier poll is held, in seconds.") var maxWaitSeconds = 60
+    @Option(help: "Waiting requests (changes/wait, courier polls) one account may hold at once.") var waitersPerAccount = 16
 
     func run() async throws {
         let registry = PrometheusCollectorRegistry()
@@ -51,6 +53,9 @@ struct Serve: AsyncParsableCommand {
         configuration.rateLimits.perAccount = RateLimit(perSecond: self.accountRateLimit, burst: self.accountRateLimit * 10)
         configuration.rateLimits.shared = self.sharedRateLimits
         configuration.rateLimits.perAPIToken = RateLimit(perSecond: self.tokenRateLimit, burst: self.tokenRateLimit * 4)
+        configuration.live.maxWaitSeconds = self.maxWaitSeconds
+        configuration.live.courierWaitSeconds = min(configuration.live.courierWaitSeconds, self.maxWaitSeconds)
+        configuration.live.waiters.waitersPerAccount = self.waitersPerAccount
         let live = try Live(self.database, configuration: configuration)
         let server = ServerService(
             stores: live.stores, configuration: configuration, migrations: migrations, applyMigrations: self.migrate, metrics: registry,

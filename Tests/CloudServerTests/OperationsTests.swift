@@ -22,8 +22,8 @@ import Testing
             #expect(String(buffer: unknown.body).contains("\"serverErrorCode\":\"NOT_FOUND\""))
             let shared = try await server.call("zones/list", database: "shared", as: server.alice)
             #expect(shared.errorCode == "BAD_REQUEST")
-            let subscriptions = try await server.call("subscriptions/list", database: "private", as: server.alice)
-            #expect(subscriptions.errorCode == "BAD_REQUEST")
+            let sharing = try await server.call("records/resolve", database: "private", as: server.alice)
+            #expect(sharing.errorCode == "BAD_REQUEST")
             let badEnvironment = try await server.client.execute(
                 uri: "/database/1/c/staging/public/zones/list?ckAPIToken=\(server.apiToken)", method: .get
             ) { $0.status.code }
