@@ -1,6 +1,7 @@
 import CloudCore
 import CloudPostgres
 import Logging
+import Metrics
 
 /// `changes/wait` (extension): a long poll on change tokens. It answers at once when something changed after the
 /// client's tokens, otherwise when something does, or with `changed: false` after `timeout` seconds.
@@ -71,9 +72,12 @@ extension DatabaseController {
         _ check: @escaping @Sendable () async throws -> Found
     ) async throws -> Found {
         let feed = self.records.changes.feed
+        let gauge = Gauge(label: "stadiumcloud_waiting_requests")
+        defer { gauge.record(feed.waiting) }
         let until = self.clock.now + timeout.milliseconds
         while true {
             let waiter = try feed.register(databases: databases.map(\.id), account: account)
+            gauge.record(feed.waiting)
             let found: Found
             do {
                 found = try await withDatabaseDeadline(self.configuration.databaseTimeout, clock: self.clock, check)
