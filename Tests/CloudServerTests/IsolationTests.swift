@@ -37,6 +37,11 @@ import Testing
             let databaseToken = try #require(try await server.call("changes/database", [:], as: alice).json["syncToken"]?.stringValue)
             let firstPage = try await server.call("records/query", ["query": ["recordType": "Visit"], "resultsLimit": 1], as: alice)
             let marker = try #require(firstPage.json["continuationMarker"]?.stringValue)
+            try await server.call(
+                "subscriptions/modify",
+                ["operations": [["operationType": "create", "subscription": ["subscriptionID": "alice-sub", "subscriptionType": "database"]]]],
+                as: alice)
+            let pushToken = try #require(try await server.call("tokens/create", [:], as: alice).json["apnsToken"]?.stringValue)
             // Bob has a zone and record of his own, so his database is not empty.
             try await server.modify([Op.create("bob-1", ["note": "bob"])], as: bob)
             let aliceBefore = try await server.call("records/query", ["query": ["recordType": "Visit"]], as: alice).json
@@ -49,7 +54,7 @@ import Testing
             let secrets: [(String, String)] = [
                 ("alice-photo", "nobody-photo"), ("alice-zoned", "nobody-zoned"), ("AliceZone", "NobodyZone"),
                 (alice.account.userRecordName, nobodyOwner), (zoneToken, forgedToken), (databaseToken, String(databaseToken.reversed())),
-                (marker, forgedMarker), (tag, "nobodytag"),
+                (marker, forgedMarker), (tag, "nobodytag"), ("alice-sub", "nobody-sub"), (pushToken, String(pushToken.reversed())),
             ]
 
             // Each probe is a request template; `{x}` marks where Alice's identifier or the stand-in goes.
@@ -116,6 +121,29 @@ import Testing
                 ("assets/rereference", ["assets": [["recordName": "alice-photo", "fieldName": "photo"]]]),
                 ("zones/list", nil),
                 ("users/caller", nil),
+                ("changes/wait", ["zones": [["zoneID": ["zoneName": "_defaultZone"], "syncToken": .string(zoneToken)]], "timeout": 0]),
+                ("changes/wait", ["syncToken": .string(databaseToken), "timeout": 0]),
+                (
+                    "changes/wait",
+                    ["zones": [["zoneID": ["zoneName": "AliceZone", "ownerRecordName": .string(alice.account.userRecordName)]]], "timeout": 0]
+                ),
+                ("subscriptions/lookup", ["subscriptions": [["subscriptionID": "alice-sub"]]]),
+                ("subscriptions/modify", ["operations": [["operationType": "delete", "subscription": ["subscriptionID": "alice-sub"]]]]),
+                (
+                    "subscriptions/modify",
+                    [
+                        "operations": [
+                            [
+                                "operationType": "create",
+                                "subscription": [
+                                    "subscriptionID": "spy", "subscriptionType": "zone",
+                                    "zoneID": ["zoneName": "AliceZone", "ownerRecordName": .string(alice.account.userRecordName)],
+                                ],
+                            ]
+                        ]
+                    ]
+                ),
+                ("tokens/register", ["apnsEnvironment": "development", "apnsToken": .string(pushToken)]),
             ]
             for probe in probes {
                 let withAlice = try await server.call(probe.path, probe.body, as: bob)
@@ -138,6 +166,7 @@ import Testing
             let zoned = try await server.call(
                 "records/lookup", ["zoneID": ["zoneName": "AliceZone"], "records": [["recordName": "alice-zoned"]]], as: alice)
             #expect(zoned.records.first?["fields"]?["note"]?["value"] == "secret")
+            #expect(try await server.call("subscriptions/list", as: alice).json["subscriptions"]?.arrayValue?.count == 1)
             let photo = try await server.call("records/lookup", ["records": [["recordName": "alice-photo"]]], as: alice)
             #expect(photo.records.first?["recordChangeTag"]?.stringValue == tag)
 
