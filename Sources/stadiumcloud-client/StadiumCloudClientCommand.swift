@@ -131,11 +131,24 @@ struct Sync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Fetch canonical and private changes, then send queued edits.")
     @OptionGroup var options: StoreOptions
     @Flag(help: "Send the edits the server refused once more (see status).") var retryRefused = false
+    @Flag(help: "Keep syncing whenever the server says something changed (changes/wait), until interrupted.") var live = false
 
     func run() async throws {
         try await reporting {
             let client = try self.options.open()
             if self.retryRefused { try client.store.retryRefusedEdits() }
+            if self.live {
+                print("syncing live; Ctrl-C to stop")
+                await client.syncContinuously { result in
+                    switch result {
+                    case .success(let report):
+                        print("synced: \(report.fetched) changed and \(report.deleted) removed here, \(report.sent) sent, \(report.waiting) waiting")
+                    case .failure(let error):
+                        print("sync failed (trying again): \(error)")
+                    }
+                }
+                return
+            }
             let report = try await client.sync { progressLine(describe($0)) }
             progressLine(
                 "synced: \(report.fetched) changed and \(report.deleted) removed here, \(report.sent) sent, \(report.merged) merged, \(report.waiting) waiting",

@@ -149,11 +149,33 @@ import Testing
                 try await Self.waiters(1, on: feed)
                 let listens = other.listenCount
                 try await server.dependencies.records.client.query(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database() AND pid <> pg_backend_pid()",
+                    """
+                    SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                    WHERE application_name = \(ChangeBroadcast.listenerName) AND datname = current_database()
+                    """,
                     logger: TestDatabase.logger)
                 try await server.modify([Op.create("while-deaf")])
                 #expect(try await deaf.value == true)
                 while other.listenCount <= listens { try await Task.sleep(for: .milliseconds(5)) }
+            }
+        }
+    }
+
+    /// A lone process sends no NOTIFY (a save stays one transaction); once another process listens, it does.
+    @Test func aLoneProcessNotifiesNobodyUntilAnotherListens() async throws {
+        try await TestServer.run { server in
+            let broadcast = server.dependencies.records.changes
+            while broadcast.peerCount < 0 { try await Task.sleep(for: .milliseconds(5)) }
+            try await server.modify([Op.create("alone")])
+            try await Task.sleep(for: .milliseconds(50))
+            #expect(broadcast.notificationsSent == 0)
+            let other = try await Stores(client: server.dependencies.records.client).records(logger: TestDatabase.logger).changes
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await other.run() }
+                defer { group.cancelAll() }
+                while broadcast.peerCount < 1 { try await Task.sleep(for: .milliseconds(5)) }
+                try await server.modify([Op.create("together")])
+                while broadcast.notificationsSent < 1 { try await Task.sleep(for: .milliseconds(5)) }
             }
         }
     }
