@@ -27,7 +27,8 @@ public struct ServerDependencies: Sendable {
         let assets = try openAssetStore(configuration.assets, logger: logger)
         try await assets.removePartialUploads(olderThan: 24 * 3600)
         return ServerDependencies(
-            records: try await stores.records(feed: ChangeFeed(limits: configuration.live.waiters), logger: logger), credentials: stores.credentials, migrations: migrations, assets: assets,
+            records: try await stores.records(feed: ChangeFeed(limits: configuration.live.waiters), logger: logger), credentials: stores.credentials,
+            migrations: migrations, assets: assets,
             metrics: metrics)
     }
 }

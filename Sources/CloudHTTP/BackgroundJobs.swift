@@ -24,6 +24,7 @@ struct TombstonePurgeService: Service {
                     let purged = try await self.records.purgeTombstones(olderThanMs: cutoff, logger: self.logger)
                     try await self.credentials.purgeExpired(signatureWindowMs: self.signatureWindowMs, logger: self.logger)
                     try await self.records.purgeIdempotentWrites(olderThanMs: self.clock.now - 86_400_000, logger: self.logger)
+                    try await self.records.purgeExpiredCourierTokens(logger: self.logger)
                     self.logger.info("purged tombstones", metadata: ["records": "\(purged.records)", "zones": "\(purged.zones)"])
                 }
             } catch {

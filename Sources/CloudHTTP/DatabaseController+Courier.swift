@@ -25,8 +25,10 @@ extension DatabaseController {
         }
         let lifetime = Int64(self.configuration.live.pushTokenLifetimeSeconds)
         let databases = [
-            try await self.records.database(container: call.container, environment: call.environment, scope: .private, owner: account, logger: call.logger),
-            try await self.records.database(container: call.container, environment: call.environment, scope: .public, owner: nil, logger: call.logger),
+            try await self.records.database(
+                container: call.container, environment: call.environment, scope: .private, owner: account, logger: call.logger),
+            try await self.records.database(
+                container: call.container, environment: call.environment, scope: .public, owner: nil, logger: call.logger),
         ]
         let created = try await self.records.createCourierToken(
             account: account.id, container: call.container, environment: call.environment, deviceID: call.explicitDeviceID,
@@ -85,7 +87,7 @@ extension DatabaseController {
             Self.frame(notice, container: token.container, user: token.userRecordName, environment: environmentCode)
         }
         let found = try await self.waitForChanges(
-            in: token.databaseIDs.map { DatabaseRef(id: $0, scope: .private, ownerRecordName: "") }, account: token.accountID, timeout: timeout,
+            in: token.databaseIDs, account: token.accountID, timeout: timeout,
             isEmpty: { $0 == nil }
         ) { () async throws -> String? in
             let subscriptions = try await self.records.subscriptions(

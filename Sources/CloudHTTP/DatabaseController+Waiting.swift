@@ -23,13 +23,16 @@ extension DatabaseController {
         }
         let publicPosition = try await self.publicWaitPosition(call)
         let timeout = try self.waitTimeout(call.body, key: "timeout", default: 30)
-        let databases = [call.database] + (publicPosition.map { [$0.database] } ?? [])
+        let databases = [call.database.id] + (publicPosition.map { [$0.database.id] } ?? [])
         let changed = try await self.waitForChanges(
             in: databases, account: call.caller.account?.id, timeout: timeout, isEmpty: { $0.own.isEmpty && $0.public.isEmpty }
         ) { () async throws -> (own: [String], public: [String]) in
             let own = try await self.records.pendingChanges(after: position, in: call.database, logger: call.logger)
             guard let publicPosition else { return (own: own, public: [String]()) }
-            return (own: own, public: try await self.records.pendingChanges(after: .zones(publicPosition.zones), in: publicPosition.database, logger: call.logger))
+            return (
+                own: own,
+                public: try await self.records.pendingChanges(after: .zones(publicPosition.zones), in: publicPosition.database, logger: call.logger)
+            )
         }
         var writer = WireWriter()
         writer.object { writer in
@@ -68,7 +71,7 @@ extension DatabaseController {
     /// The waiter registers before each check, so a change that commits during the check wakes it: none is missed.
     /// Checks run under the database deadline; the wait itself costs no query.
     func waitForChanges<Found: Sendable>(
-        in databases: [DatabaseRef], account: Int64?, timeout: Duration, isEmpty: (Found) -> Bool,
+        in databases: [Int64], account: Int64?, timeout: Duration, isEmpty: (Found) -> Bool,
         _ check: @escaping @Sendable () async throws -> Found
     ) async throws -> Found {
         let feed = self.records.changes.feed
@@ -76,7 +79,7 @@ extension DatabaseController {
         defer { gauge.record(feed.waiting) }
         let until = self.clock.now + timeout.milliseconds
         while true {
-            let waiter = try feed.register(databases: databases.map(\.id), account: account)
+            let waiter = try feed.register(databases: databases, account: account)
             gauge.record(feed.waiting)
             let found: Found
             do {

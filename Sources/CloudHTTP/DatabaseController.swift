@@ -108,7 +108,8 @@ struct DatabaseController: Sendable {
             throw CloudError.badRequest("the request body is larger than \(self.maxBodyBytes) bytes; split the request")
         }
         let prepare = { @Sendable in
-            try await self.prepare(request, bytes: bytes, container: container, environment: environment, scope: scope, writes: writes, logger: logger)
+            try await self.prepare(
+                request, bytes: bytes, container: container, environment: environment, scope: scope, writes: writes, logger: logger)
         }
         if waits {
             // Held longer than any database deadline: only its database work (here and in `operation`) is under one.
@@ -143,7 +144,8 @@ struct DatabaseController: Sendable {
             owner: scope == .private ? caller.account : nil, logger: logger)
         var call = DatabaseCall(
             body: try WireObject(body, path: ""), database: database, caller: caller, logger: logger,
-            deviceID: request.headers[.deviceID] ?? "StadiumCloud", explicitDeviceID: request.headers[.deviceID], baseURL: baseURL(of: request, self.configuration), container: container,
+            deviceID: request.headers[.deviceID] ?? "StadiumCloud", explicitDeviceID: request.headers[.deviceID],
+            baseURL: baseURL(of: request, self.configuration), container: container,
             environment: environment)
         if let key = request.headers[.idempotencyKey] {
             try FieldName.validate(key, path: "header", what: "Idempotency-Key")

@@ -28,7 +28,12 @@ extension RecordStore {
 
     static func tokenHash(_ token: String) -> Data { Data(SHA256.hash(data: Array(token.utf8))) }
 
-    /// A new push token for `account`, told about changes in `databases` from now on. Expired tokens are removed.
+    /// Removes expired push tokens with their positions and queued notices (the tombstone purge job).
+    public func purgeExpiredCourierTokens(logger: Logger) async throws {
+        try await self.client.query("DELETE FROM courier_tokens WHERE expires_ms < \(self.clock.now)", logger: logger)
+    }
+
+    /// A new push token for `account`, told about changes in `databases` from now on.
     public func createCourierToken(
         account: Int64, container: String, environment: String, deviceID: String?, lifetimeMs: Int64, databases: [DatabaseRef], logger: Logger
     ) async throws -> (token: String, expiresMs: Int64) {
@@ -36,7 +41,6 @@ extension RecordStore {
         let hash = Self.tokenHash(token)
         let now = self.clock.now
         try await self.client.transaction(logger: logger) { connection in
-            try await connection.query("DELETE FROM courier_tokens WHERE expires_ms < \(now)", logger: logger)
             try await connection.query(
                 """
                 INSERT INTO courier_tokens (token_hash, account_id, container, environment, device_id, created_ms, expires_ms)
@@ -77,7 +81,8 @@ extension RecordStore {
     ) async throws -> String? {
         try await self.client.transaction(logger: logger) { connection in
             var exists = false
-            for try await _ in try await connection.query("SELECT 1 FROM courier_tokens WHERE token_hash = \(token.hash) FOR UPDATE", logger: logger) {
+            for try await _ in try await connection.query("SELECT 1 FROM courier_tokens WHERE token_hash = \(token.hash) FOR UPDATE", logger: logger)
+            {
                 exists = true
             }
             guard exists else { return nil }

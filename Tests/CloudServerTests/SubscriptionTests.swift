@@ -29,7 +29,9 @@ import Testing
     }
 
     /// `tokens/create` at CloudKit JS's `/device/…` path, as a device; answers the courier URL's path and query.
-    static func courierURL(_ server: TestServer, device: String = "phone", as account: TestAccount? = nil) async throws -> (path: String, token: String) {
+    static func courierURL(_ server: TestServer, device: String = "phone", as account: TestAccount? = nil) async throws -> (
+        path: String, token: String
+    ) {
         let who = account ?? server.alice
         let json = try await server.client.execute(
             uri: "/device/1/iCloud.com.sportstime.test/development/tokens/create?ckAPIToken=\(server.apiToken)&ckWebAuthToken=\(who.webAuthToken)",
@@ -199,7 +201,8 @@ import Testing
             #expect(try await held.frame != nil)
 
             // Registering the token binds it to Alice; it is not Bob's to register.
-            let registered = try await server.call("tokens/register", ["apnsEnvironment": "development", "apnsToken": .string(token)], as: server.alice)
+            let registered = try await server.call(
+                "tokens/register", ["apnsEnvironment": "development", "apnsToken": .string(token)], as: server.alice)
             #expect(registered.status == 200)
             #expect(registered.json["apnsToken"]?.stringValue == token)
             let stolen = try await server.call("tokens/register", ["apnsEnvironment": "development", "apnsToken": .string(token)], as: server.bob)
@@ -243,6 +246,12 @@ import Testing
             }
             #expect(expired.0 == 401)
             #expect(expired.1["serverErrorCode"] == "AUTHENTICATION_FAILED")
+            #expect(expired.1["reason"]?.stringValue?.contains("expired") == true)
+            // The purge job removes it; then it is merely unknown.
+            try await Task.sleep(for: .milliseconds(2))
+            try await server.dependencies.records.purgeExpiredCourierTokens(logger: TestDatabase.logger)
+            let purged = try await server.client.execute(uri: path, method: .get) { try JSONValue.parse($0.body.readableBytesView) }
+            #expect(purged["reason"]?.stringValue?.contains("unknown push token") == true)
         }
     }
 
