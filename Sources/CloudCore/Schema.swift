@@ -148,3 +148,22 @@ public struct SchemaChanges: Sendable, Equatable {
 }
 
 import Foundation
+
+extension Schema {
+    /// CloudKit's rule for queries (`records/query`, query subscriptions): the record type is declared, filters
+    /// name fields marked queryable and sorts fields marked sortable; system fields always qualify.
+    public func check(_ query: RecordQuery, path: String) throws {
+        guard let type = self.recordTypes[query.recordType] else {
+            throw CloudError.badRequest("\(path).recordType \(query.recordType) is not in the schema")
+        }
+        func field(_ target: QueryTarget, _ what: String, _ allowed: (FieldSchema) -> Bool) throws {
+            guard case .field(let name) = target else { return }
+            guard let field = type.fields[name] else { throw CloudError.badRequest("\(path): \(query.recordType) has no field \(name)") }
+            guard allowed(field) else {
+                throw CloudError.badRequest("\(path): field \(name) of \(query.recordType) is not marked \(what) in the schema")
+            }
+        }
+        for filter in query.filters { try field(filter.target, "queryable", \.queryable) }
+        for sort in query.sorts { try field(sort.target, "sortable", \.sortable) }
+    }
+}

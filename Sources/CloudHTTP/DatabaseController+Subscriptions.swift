@@ -110,8 +110,8 @@ extension Subscription {
         "subscriptionID", "subscriptionType", "query", "zoneID", "zoneWide", "firesOn", "firesOnce", "notificationInfo",
     ]
 
-    /// Reads and checks a subscription dictionary. Unknown keys, types and triggers are refused; a query's filters
-    /// must name fields the deployed schema marks queryable (or system fields), as CloudKit requires.
+    /// Reads and checks a subscription dictionary. Unknown keys, types and triggers are refused; a query must pass
+    /// the deployed schema's `check` (queryable filters), as CloudKit requires.
     init(wire: WireObject, owner: String, schema: Schema?) throws {
         if let unknown = wire.values.keys.sorted().first(where: { !Self.wireKeys.contains($0) }) {
             throw CloudError.badRequest(
@@ -141,7 +141,7 @@ extension Subscription {
         if kind == .query {
             guard let queryObject = try wire.object("query") else { throw CloudError.badRequest("\(wire.name("query")) is required") }
             let parsed = try RecordQuery(wire: queryObject)
-            try Self.checkQueryable(parsed, schema: schema, path: queryObject.name("filterBy"))
+            try schema?.check(parsed, path: wire.name("query"))
             query = parsed
         } else if wire["query"] != nil {
             throw CloudError.badRequest("only a query subscription has a query")
@@ -172,20 +172,5 @@ extension Subscription {
         self.init(
             id: id, kind: kind, zoneName: zoneName, query: query, firesOn: kind == .query ? firesOn : .all, firesOnce: firesOnce,
             definition: .object(definition))
-    }
-
-    /// CloudKit refuses a subscription whose query filters on a field that is not queryable.
-    static func checkQueryable(_ query: RecordQuery, schema: Schema?, path: String) throws {
-        guard let schema else { return }
-        guard let type = schema.recordTypes[query.recordType] else {
-            throw CloudError.badRequest("record type \(query.recordType) is not in the schema")
-        }
-        for filter in query.filters {
-            guard case .field(let name) = filter.target else { continue }
-            guard let field = type.fields[name] else { throw CloudError.badRequest("\(path): \(query.recordType) has no field \(name)") }
-            guard field.queryable else {
-                throw CloudError.badRequest("\(path): field \(name) of \(query.recordType) is not marked queryable in the schema")
-            }
-        }
     }
 }

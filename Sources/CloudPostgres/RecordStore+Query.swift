@@ -3,13 +3,15 @@ import Logging
 import PostgresNIO
 
 extension RecordStore {
-    /// Runs `records/query` in one zone (or every zone of the database when `zoneName` is nil).
+    /// Runs `records/query` in one zone (or every zone of the database when `zoneName` is nil). Under a deployed
+    /// schema the query must pass its `check` (declared type, queryable filters, sortable sorts).
     public func query(
         _ query: RecordQuery, zoneName: String?, offset: Int64, limit: Int?, desiredKeys: [String]?,
         in database: DatabaseRef, logger: Logger
     ) async throws -> QueryPage {
         let limit = try self.resultsLimit(limit)
         return try await self.client.reading { connection in
+            try await self.schema(on: connection, logger: logger)?.check(query, path: "query")
             var builder = SQLBuilder()
             let columns = Self.recordColumns(&builder, desiredKeys: desiredKeys)
             var zoneCondition: String

@@ -139,6 +139,38 @@ import Testing
         }
     }
 
+    /// Under a deployed schema, as in CloudKit: filters on queryable fields, sorts on sortable ones, declared types.
+    @Test func queriesOnFieldsTheSchemaDoesNotIndexAreRefused() async throws {
+        try await TestServer.runImported(try CanonicalFixtures.dataset.get()) { server in
+            func query(_ query: JSONValue) async throws -> TestServer.Reply {
+                try await server.call("records/query", ["query": query], database: "public")
+            }
+            let fine = try await query([
+                "recordType": "Stadium", "filterBy": [["comparator": "EQUALS", "fieldName": "city", "fieldValue": ["value": "San Francisco"]]],
+                "sortBy": [["fieldName": "name"]],
+            ])
+            #expect(fine.status == 200)
+            #expect(!fine.records.isEmpty)
+            for (bad, reason) in [
+                (
+                    ["recordType": "Stadium", "filterBy": [["comparator": "EQUALS", "fieldName": "timeZone", "fieldValue": ["value": "x"]]]]
+                        as JSONValue,
+                    "field timeZone of Stadium is not marked queryable"
+                ),
+                (["recordType": "Stadium", "sortBy": [["fieldName": "country"]]], "field country of Stadium is not marked sortable"),
+                (["recordType": "Stadium", "sortBy": [["fieldName": "colour"]]], "Stadium has no field colour"),
+                (["recordType": "Unicorn"], "Unicorn is not in the schema"),
+            ] {
+                let reply = try await query(bad)
+                WireShape.expectError(reply, "BAD_REQUEST")
+                #expect(reply.json["reason"]?.stringValue?.contains(reason) == true, "\(reply.json)")
+            }
+            // System fields always qualify.
+            let system = try await query(["recordType": "Stadium", "sortBy": [["systemFieldName": "modifiedTimestamp"]]])
+            #expect(system.status == 200)
+        }
+    }
+
     @Test func badQueriesAreBadRequests() async throws {
         try await TestServer.run { server in
             for body: JSONValue in [

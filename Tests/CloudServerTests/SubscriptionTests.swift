@@ -119,7 +119,7 @@ import Testing
                     ["subscriptionID": "a", "subscriptionType": "query", "query": ["recordType": "StadiumVisit"], "firesOn": ["explode"]],
                     "may hold create, update and delete"
                 ),
-                (["subscriptionID": "a", "subscriptionType": "query", "query": ["recordType": "Unicorn"]], "not in the schema"),
+                (["subscriptionID": "a", "subscriptionType": "query", "query": ["recordType": "Unicorn"]], "Unicorn is not in the schema"),
                 (
                     [
                         "subscriptionID": "a", "subscriptionType": "query",
