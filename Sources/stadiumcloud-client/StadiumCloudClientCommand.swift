@@ -138,13 +138,15 @@ struct Sync: AsyncParsableCommand {
             let client = try self.options.open()
             if self.retryRefused { try client.store.retryRefusedEdits() }
             if self.live {
-                print("syncing live; Ctrl-C to stop")
+                // Written at once, line by line, also into a pipe or a file (print would buffer them).
+                @Sendable func line(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
+                line("syncing live; Ctrl-C to stop")
                 await client.syncContinuously { result in
                     switch result {
                     case .success(let report):
-                        print("synced: \(report.fetched) changed and \(report.deleted) removed here, \(report.sent) sent, \(report.waiting) waiting")
+                        line("synced: \(report.fetched) changed and \(report.deleted) removed here, \(report.sent) sent, \(report.waiting) waiting")
                     case .failure(let error):
-                        print("sync failed (trying again): \(error)")
+                        line("sync failed (trying again): \(error)")
                     }
                 }
                 return

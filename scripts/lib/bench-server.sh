@@ -9,7 +9,7 @@ bench_start_server() {
     bench_work="$(mktemp -d /tmp/stadiumcloud-bench.XXXXXX)"
     chmod 755 "$bench_work"  # the postgres user must reach the cluster folder inside
     local port http_port
-    port="$(free_port 56432)"
+    port="$(free_port 26432)"
     http_port="$(free_port 18080)"
     bench_server_pid=""
     trap 'bench_stop_server' EXIT

@@ -11,7 +11,7 @@ live_database() {
         ensure_packages
         local data pg_port
         data="$(mktemp -d /tmp/stadiumcloud-live-pg.XXXXXX)"
-        pg_port="$(free_port 56432)"
+        pg_port="$(free_port 26432)"
         pg_start "$data" "$pg_port"
         cleanup+=("pg_stop '$data'; rm -rf '$data'")
         STADIUMCLOUD_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$pg_port/postgres"

@@ -66,9 +66,15 @@ pg_stop() {
     [ -f "$data/postmaster.pid" ] && pg_as_owner "$(pg_bin_dir)/pg_ctl" -D "$data" -m fast -w stop >/dev/null 2>&1 || true
 }
 
-# A free TCP port on 127.0.0.1 from PREFERRED upwards.
+# A free TCP port on 127.0.0.1 from PREFERRED upwards: nobody listens on it and no socket uses it, not even one
+# in TIME-WAIT (an outgoing connection's port in TIME-WAIT makes PostgreSQL's bind fail with "Address already in
+# use"). Callers prefer ports below Linux's ephemeral range (32768–60999), which outgoing connections draw from.
 free_port() {
     local port="$1"
-    while (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
+    while (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null \
+        || awk -v p="$(printf ':%04X' "$port")" 'NR > 1 && substr($2, length($2) - 4) == p {found = 1} END {exit !found}' \
+            /proc/net/tcp /proc/net/tcp6 2>/dev/null; do
+        port=$((port + 1))
+    done
     echo "$port"
 }

@@ -6,7 +6,7 @@ s3_start() {
     local dir="$1" port
     python3 -c 'import moto.server, boto3' 2>/dev/null \
         || python3 -m pip install --quiet --disable-pip-version-check "moto[server]==5.2.1" >&2
-    port="$(free_port 45123)"
+    port="$(free_port 24123)"
     export AWS_ACCESS_KEY_ID=stadiumcloud-test AWS_SECRET_ACCESS_KEY=stadiumcloud-test AWS_REGION=us-east-1
     python3 -m moto.server -H 127.0.0.1 -p "$port" >"$dir/moto.log" 2>&1 &
     echo $! >"$dir/moto.pid"
