@@ -21,8 +21,8 @@ extension DatabaseController {
         case (_?, _?):
             throw CloudError.badRequest("give either syncToken (a database token) or zones (zone tokens), not both")
         }
+        let timeout = try self.waitTimeout(call.body)
         let publicPosition = try await self.publicWaitPosition(call)
-        let timeout = try self.waitTimeout(call.body, key: "timeout", default: 30)
         let databases = [call.database.id] + (publicPosition.map { [$0.database.id] } ?? [])
         let changed = try await self.waitForChanges(
             in: databases, account: call.caller.account?.id, timeout: timeout, isEmpty: { $0.own.isEmpty && $0.public.isEmpty }
@@ -59,11 +59,11 @@ extension DatabaseController {
         return (database, zones)
     }
 
-    /// The wait a client asked for, in whole seconds from 0 to the configured maximum.
-    func waitTimeout(_ body: WireObject, key: String, default seconds: Int) throws -> Duration {
+    /// The wait a client asked for (`timeout`, default 30), in whole seconds from 0 to the configured maximum.
+    func waitTimeout(_ body: WireObject) throws -> Duration {
         let maximum = self.configuration.live.maxWaitSeconds
-        let asked = try body.int(key) ?? min(seconds, maximum)
-        guard (0...maximum).contains(asked) else { throw CloudError.badRequest("\(body.name(key)) must be 0 to \(maximum) seconds") }
+        let asked = try body.int("timeout") ?? min(30, maximum)
+        guard (0...maximum).contains(asked) else { throw CloudError.badRequest("timeout must be 0 to \(maximum) seconds") }
         return .seconds(asked)
     }
 

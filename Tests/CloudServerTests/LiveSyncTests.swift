@@ -97,6 +97,8 @@ import Testing
                 #expect(reply.errorCode == "BAD_REQUEST")
                 #expect(reply.json["reason"]?.stringValue?.contains(reason) == true, "\(reply.json)")
             }
+            let publicOnPublic = try await server.call("changes/wait", ["publicZones": [], "timeout": 0], database: "public")
+            #expect(publicOnPublic.json["reason"]?.stringValue?.contains("publicZones is for a wait on the private database") == true)
             // Another account's token tells nothing and wakes nothing.
             let stolen = try await server.call("changes/wait", Self.zoneWait(token), as: server.bob)
             #expect(stolen.status == 400)
