@@ -28,6 +28,14 @@ final class WebAuthSessions: Sendable {
         var sessions: [Int64: (session: Session?, expires: ContinuousClock.Instant)] = [:]
         /// First uses this process saw and has not written yet, by session and generation.
         var unwritten: [Int64: [Int64: Int64]] = [:]
+        /// Uses on their way to the table: still this process's knowledge until the write commits (forgetting them
+        /// when the write started let a copied token pass as "no first use recorded" in between).
+        var writing: [Int64: [Int64: Int64]] = [:]
+
+        /// This process's uses of a session not yet in the table, by generation.
+        func uses(of session: Int64) -> [Int64: Int64] {
+            (self.unwritten[session] ?? [:]).merging(self.writing[session] ?? [:]) { min($0, $1) }
+        }
     }
 
     static let prefix = "2__1__"
@@ -84,7 +92,7 @@ final class WebAuthSessions: Sendable {
                 state.sessions[id] = (session, now + self.cacheLifetime)
             }
         }
-        if let newest = self.state.withLock({ $0.unwritten[id]?.max { $0.key < $1.key } }), newest.key > session?.newest ?? .max {
+        if let newest = self.state.withLock({ $0.uses(of: id).max { $0.key < $1.key } }), newest.key > session?.newest ?? .max {
             session?.newest = newest.key
             session?.newestUsedMs = newest.value
         }
@@ -113,7 +121,7 @@ final class WebAuthSessions: Sendable {
 
     /// When `generation` of the session was first used, if anyone recorded it (this process or the table).
     func firstUse(session: Int64, generation: Int64, logger: Logger) async throws -> Int64? {
-        if let mine = self.state.withLock({ $0.unwritten[session]?[generation] }) { return mine }
+        if let mine = self.state.withLock({ $0.uses(of: session)[generation] }) { return mine }
         return try await translatingDatabaseErrors {
             for try await used in try await self.client.query(
                 "SELECT first_used_ms FROM auth_session_uses WHERE session_id = \(session) AND generation = \(generation)", logger: logger
@@ -134,8 +142,19 @@ final class WebAuthSessions: Sendable {
     /// database is away they wait for the next write.
     func writeUses(logger: Logger) async {
         let uses = self.state.withLock { state in
-            defer { state.unwritten = [:] }
+            defer {
+                state.writing.merge(state.unwritten) { $0.merging($1) { min($0, $1) } }
+                state.unwritten = [:]
+            }
             return state.unwritten.flatMap { session, generations in generations.map { (session, $0.key, $0.value) } }
+        }
+        defer {
+            self.state.withLock { state in
+                for (session, generation, used) in uses where state.writing[session]?[generation] == used {
+                    state.writing[session]?[generation] = nil
+                    if state.writing[session]?.isEmpty == true { state.writing[session] = nil }
+                }
+            }
         }
         guard !uses.isEmpty else { return }
         do {

@@ -49,18 +49,27 @@ actor TestDatabase {
         let admin = try Self.adminURL()
         let template = try await self.migratedTemplate(admin)
         let name = "test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
-        try await withDatabasePool(admin, maximumConnections: 1, logger: Self.logger) { client in
-            try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name) TEMPLATE \(template)"), logger: Self.logger)
-        }
+        try await Self.run("CREATE DATABASE \(name) TEMPLATE \(template)", on: admin)
         return admin.with(database: name)
+    }
+
+    /// One statement on a connection of its own. Not a pool: every test's clone waits for the one before it, so a
+    /// pool whose shutdown never ended (seen once in CI: every later test waited) must not be in that chain.
+    private static func run(_ sql: String, on url: DatabaseURL) async throws {
+        let connection = try await PostgresConnection.connect(configuration: url.connectionConfiguration, id: 0, logger: Self.logger)
+        do {
+            try await connection.query(PostgresQuery(unsafeSQL: sql), logger: Self.logger)
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+        try await connection.close()
     }
 
     private func migratedTemplate(_ admin: DatabaseURL) async throws -> String {
         if let template { return template }
         let name = "template_\(ProcessInfo.processInfo.processIdentifier)_\(Int(Date().timeIntervalSince1970))"
-        try await withDatabasePool(admin, maximumConnections: 1, logger: Self.logger) { client in
-            try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: Self.logger)
-        }
+        try await Self.run("CREATE DATABASE \(name)", on: admin)
         try await withDatabasePool(admin.with(database: name), maximumConnections: 1, logger: Self.logger) { client in
             try await Migrator(client: client, migrations: try Migration.load(from: Self.migrationsPath), logger: Self.logger).migrate()
         }
