@@ -31,7 +31,7 @@ extension DatabaseController {
                 container: call.container, environment: call.environment, scope: .public, owner: nil, logger: call.logger),
         ]
         let created = try await self.records.createCourierToken(
-            account: account.id, container: call.container, environment: call.environment, deviceID: call.explicitDeviceID,
+            account: account.id, container: call.container, environment: call.environment, deviceID: call.sentDeviceID,
             lifetimeMs: lifetime * 1000, databases: databases, logger: call.logger)
         var writer = WireWriter()
         writer.object { writer in
@@ -69,13 +69,13 @@ extension DatabaseController {
     @Sendable func courier(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let query = request.uri.queryParameters
         guard let text = query["tok"].map(String.init), !text.isEmpty else { throw CloudError.badRequest("tok (the push token) is required") }
-        var timeout = Duration.seconds(min(self.configuration.live.courierWaitSeconds, self.configuration.live.maxWaitSeconds))
-        if let asked = query["timeout"] {
-            guard let seconds = Int(asked), (0...self.configuration.live.maxWaitSeconds).contains(seconds) else {
+        let asked = try query["timeout"].map { text in
+            guard let seconds = Int(text) else {
                 throw CloudError.badRequest("timeout must be 0 to \(self.configuration.live.maxWaitSeconds) seconds")
             }
-            timeout = .seconds(seconds)
+            return seconds
         }
+        let timeout = try self.waitTimeout(asked: asked, default: self.configuration.live.courierWaitSeconds)
         let logger = context.logger
         let token = try await withDatabaseDeadline(self.configuration.databaseTimeout, clock: self.clock) {
             try await self.records.courierToken(text, logger: logger)

@@ -21,7 +21,7 @@ extension DatabaseController {
         case (_?, _?):
             throw CloudError.badRequest("give either syncToken (a database token) or zones (zone tokens), not both")
         }
-        let timeout = try self.waitTimeout(call.body)
+        let timeout = try self.waitTimeout(asked: call.body.int("timeout"), default: 30)
         let publicPosition = try await self.publicWaitPosition(call)
         let databases = [call.database.id] + (publicPosition.map { [$0.database.id] } ?? [])
         let changed = try await self.waitForChanges(
@@ -59,12 +59,13 @@ extension DatabaseController {
         return (database, zones)
     }
 
-    /// The wait a client asked for (`timeout`, default 30), in whole seconds from 0 to the configured maximum.
-    func waitTimeout(_ body: WireObject) throws -> Duration {
+    /// The wait a client asked for (`asked` seconds, else `seconds`), from 0 to the configured maximum: the one
+    /// rule of `changes/wait` and the web courier.
+    func waitTimeout(asked: Int?, default seconds: Int) throws -> Duration {
         let maximum = self.configuration.live.maxWaitSeconds
-        let asked = try body.int("timeout") ?? min(30, maximum)
-        guard (0...maximum).contains(asked) else { throw CloudError.badRequest("timeout must be 0 to \(maximum) seconds") }
-        return .seconds(asked)
+        let wait = asked ?? min(seconds, maximum)
+        guard (0...maximum).contains(wait) else { throw CloudError.badRequest("timeout must be 0 to \(maximum) seconds") }
+        return .seconds(wait)
     }
 
     /// Runs `check` until it finds something or `timeout` passes, waiting for a change to `databases` in between.

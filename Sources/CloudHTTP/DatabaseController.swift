@@ -10,13 +10,14 @@ import NIOCore
 
 /// Everything a database operation needs about its request.
 struct DatabaseCall: Sendable {
+    /// The device stamped on what this request writes.
+    var deviceID: String { self.sentDeviceID ?? "StadiumCloud" }
     var body: WireObject
     var database: DatabaseRef
     var caller: Caller
     var logger: Logger
-    var deviceID: String
-    /// The device id the client sent, if it did (`deviceID` falls back to a default).
-    var explicitDeviceID: String?
+    /// The device id the client sent (`X-StadiumCloud-Device-ID`), if it did.
+    var sentDeviceID: String?
     /// `http://host:port` as the client reached us, for the absolute URLs we hand out.
     var baseURL: String
     var container: String
@@ -144,7 +145,7 @@ struct DatabaseController: Sendable {
             owner: scope == .private ? caller.account : nil, logger: logger)
         var call = DatabaseCall(
             body: try WireObject(body, path: ""), database: database, caller: caller, logger: logger,
-            deviceID: request.headers[.deviceID] ?? "StadiumCloud", explicitDeviceID: request.headers[.deviceID],
+            sentDeviceID: request.headers[.deviceID],
             baseURL: baseURL(of: request, self.configuration), container: container,
             environment: environment)
         if let key = request.headers[.idempotencyKey] {

@@ -1,5 +1,4 @@
 import CloudCore
-import Crypto
 import Foundation
 import Logging
 import PostgresNIO
@@ -26,8 +25,6 @@ extension RecordStore {
     /// Most notices one subscription yields per computation; past it the last one says `pruned` (fetch instead).
     static let noticesPerSubscription = 50
 
-    static func tokenHash(_ token: String) -> Data { Data(SHA256.hash(data: Array(token.utf8))) }
-
     /// Removes expired push tokens with their positions and queued notices (the tombstone purge job).
     public func purgeExpiredCourierTokens(logger: Logger) async throws {
         try await self.client.query("DELETE FROM courier_tokens WHERE expires_ms < \(self.clock.now)", logger: logger)
@@ -37,8 +34,8 @@ extension RecordStore {
     public func createCourierToken(
         account: Int64, container: String, environment: String, deviceID: String?, lifetimeMs: Int64, databases: [DatabaseRef], logger: Logger
     ) async throws -> (token: String, expiresMs: Int64) {
-        let token = Base64URL.encode((0..<32).map { _ in UInt8.random(in: 0...255) })
-        let hash = Self.tokenHash(token)
+        let token = Base64URL.encode(CredentialStore.randomBytes(32))
+        let hash = CredentialStore.hash(token)
         let now = self.clock.now
         try await self.client.transaction(logger: logger) { connection in
             try await connection.query(
@@ -57,7 +54,7 @@ extension RecordStore {
 
     /// The token's record, or nil when it is unknown (never issued, or removed after it expired).
     public func courierToken(_ token: String, logger: Logger) async throws -> CourierToken? {
-        let hash = Self.tokenHash(token)
+        let hash = CredentialStore.hash(token)
         for try await (account, user, container, environment, device, expires, databases) in try await self.client.query(
             """
             SELECT t.account_id, a.user_record_name, t.container, t.environment, t.device_id, t.expires_ms,
