@@ -34,8 +34,10 @@ public struct CanonicalImporter: Sendable {
     public func run(
         _ dataset: CanonicalDataset, container: String, environment: String, dryRun: Bool, progress: @Sendable (String) -> Void = { _ in }
     ) async throws -> Outcome {
-        guard let schema = try await self.records.deployedSchema(logger: self.logger) else {
-            throw CanonError("no schema is deployed: run `stadiumcloud schema apply` first")
+        guard let schema = try await self.records.deployedSchema(in: SchemaScope(container: container, environment: environment), logger: self.logger)
+        else {
+            throw CanonError(
+                "no schema is deployed to \(container) \(environment): run `stadiumcloud schema apply` (and `schema deploy` for production) first")
         }
         var sources = try dataset.gameRecords()
         sources[defaultZoneName] = try dataset.records()

@@ -46,7 +46,24 @@ public struct RecordTypeSchema: Sendable, Hashable, Codable {
     }
 }
 
-/// The declared record types. Writes are validated against it once one is deployed (`stadiumcloud schema apply`).
+/// Where a schema is in force: one container's `development` or `production` environment, as in CloudKit.
+public struct SchemaScope: Sendable, Hashable, CustomStringConvertible {
+    public var container: String
+    public var environment: String
+
+    public init(container: String, environment: String) {
+        self.container = container
+        self.environment = environment
+    }
+
+    public static let environments = ["development", "production"]
+    /// Development grows its schema just in time; production changes only by `schema deploy`.
+    public var isDevelopment: Bool { self.environment == "development" }
+    public var description: String { "\(self.container) (\(self.environment))" }
+}
+
+/// The declared record types of one container and environment. Writes are validated against it once one is
+/// deployed (`stadiumcloud schema apply`); in development a write may also extend it (`additions`).
 public struct Schema: Sendable, Hashable, Codable {
     public var recordTypes: [String: RecordTypeSchema]
 
@@ -88,6 +105,45 @@ public struct Schema: Sendable, Hashable, Codable {
                 throw CloudError.badRequest("\(path): field \(name) of \(recordType) is \(field.type), not \(value.type.rawValue)")
             }
         }
+    }
+
+    /// What the writes of `operations` would add in development, CloudKit's just-in-time schema: record types
+    /// and fields not declared yet, each field typed by its first value (not queryable until marked so). Nil when
+    /// nothing is new. A value that contradicts a declared type adds nothing: validation refuses it.
+    public func additions(for operations: [RecordOperation], existing: [String: Record], in database: DatabaseScope) -> Schema? {
+        var added: [String: RecordTypeSchema] = [:]
+        for operation in operations where !operation.type.isDelete && operation.refusal == nil {
+            guard let typeName = operation.recordType ?? existing[operation.recordName]?.recordType,
+                (try? FieldName.validate(typeName, path: "", what: "record type")) != nil
+            else { continue }
+            let declared = self.recordTypes[typeName]
+            if let declared, declared.database != database.rawValue { continue }
+            for (name, raw) in operation.fields ?? [:] where declared?.fields[name] == nil && added[typeName]?.fields[name] == nil {
+                let hint = existing[operation.recordName]?.fields[name]?.type
+                guard (try? FieldName.validate(name, path: "")) != nil, let value = try? FieldValue.parse(raw, hint: hint, path: "") else {
+                    continue
+                }
+                added[typeName, default: RecordTypeSchema(database: database, fields: [:])].fields[name] = FieldSchema(type: value.type)
+            }
+            if declared == nil, added[typeName] == nil { added[typeName] = RecordTypeSchema(database: database, fields: [:]) }
+        }
+        guard !added.isEmpty else { return nil }
+        return Schema(recordTypes: added)
+    }
+
+    /// This schema with `additions` merged in: new types and fields only, never a change to a declared one.
+    public func adding(_ additions: Schema) -> Schema {
+        var merged = self
+        for (typeName, type) in additions.recordTypes {
+            guard var current = merged.recordTypes[typeName] else {
+                merged.recordTypes[typeName] = type
+                continue
+            }
+            guard current.database == type.database else { continue }
+            for (name, field) in type.fields where current.fields[name] == nil { current.fields[name] = field }
+            merged.recordTypes[typeName] = current
+        }
+        return merged
     }
 
     /// The declared type of a field, used when a client sends values without a `type`.

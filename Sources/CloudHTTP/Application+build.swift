@@ -26,8 +26,10 @@ public struct ServerDependencies: Sendable {
     ) async throws -> ServerDependencies {
         let assets = try openAssetStore(configuration.assets, logger: logger)
         try await assets.removePartialUploads(olderThan: 24 * 3600)
+        let records = try await stores.records(feed: ChangeFeed(limits: configuration.live.waiters), logger: logger)
+        try await records.adoptGlobalSchema(containers: configuration.containers, logger: logger)
         return ServerDependencies(
-            records: try await stores.records(feed: ChangeFeed(limits: configuration.live.waiters), logger: logger), credentials: stores.credentials,
+            records: records, credentials: stores.credentials,
             migrations: migrations, assets: assets,
             metrics: metrics)
     }

@@ -54,7 +54,8 @@ extension DatabaseController {
         guard operations.count <= self.records.limits.maxOperations else {
             throw CloudError.badRequest("a request may hold at most \(self.records.limits.maxOperations) operations")
         }
-        let schema = try await self.records.deployedSchema(logger: call.logger)
+        let schema = try await self.records.deployedSchema(
+            in: SchemaScope(container: call.container, environment: call.environment), logger: call.logger)
         // A malformed operation fails alone, as a per-item error; the others are applied.
         var read: [(id: String, change: Result<SubscriptionChange, CloudError>)] = []
         for operation in operations {

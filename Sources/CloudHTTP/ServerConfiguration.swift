@@ -18,6 +18,9 @@ public struct ServerConfiguration: Sendable {
     /// How long a database request may wait (mostly for a connection while PostgreSQL is away) before it is
     /// answered 503 TRY_AGAIN_LATER.
     public var databaseTimeout: Duration = .seconds(10)
+    /// Whether writes in development add the record types and fields they use to the schema (`serve
+    /// --no-just-in-time-schema` turns it off; production is always strict).
+    public var justInTimeSchema = true
     public var auth = AuthConfiguration()
     public var live = LiveConfiguration()
     public var rateLimits = RateLimits()

@@ -107,9 +107,13 @@ public final class ChangeBroadcast: Service, Sendable {
     }
 
     /// Listens until cancelled or, in a `ServiceGroup`, until graceful shutdown; reconnects after a lost connection.
-    /// At shutdown every waiter is answered, so that in-flight long polls do not hold the process up.
+    /// At shutdown every waiter is answered, so that in-flight long polls do not hold the process up. The listening
+    /// runs apart and is cancelled, not awaited: nothing it may be waiting for (a connection being made, a LISTEN
+    /// being answered) can hold up the shutdown either.
     public func run() async throws {
-        await cancelWhenGracefulShutdown { await self.listen() }
+        let listening = Task { await self.listen() }
+        try? await gracefulShutdown()
+        listening.cancel()
         self.feed.close()
     }
 
@@ -128,14 +132,20 @@ public final class ChangeBroadcast: Service, Sendable {
                     backoff = .milliseconds(100)
                     // Whatever committed while nobody listened is caught up by waking everyone.
                     self.feed.wakeAll()
+                    // Whichever ends first ends the listening: the peer count's query every 2 s doubles as a
+                    // heartbeat, so a connection that died without ending the notifications is noticed too (a test
+                    // once waited forever for a listener whose backend had been terminated).
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         group.addTask { try await self.watchPeers(on: connection) }
-                        defer { group.cancelAll() }
-                        for try await notification in notifications {
-                            guard let databases = self.databases(in: notification.payload) else { continue }
-                            self.peers.withLock { $0.others = max($0.others, 1) }
-                            self.feed.changed(databases)
+                        group.addTask {
+                            for try await notification in notifications {
+                                guard let databases = self.databases(in: notification.payload) else { continue }
+                                self.peers.withLock { $0.others = max($0.others, 1) }
+                                self.feed.changed(databases)
+                            }
                         }
+                        defer { group.cancelAll() }
+                        try await group.next()
                     }
                 }
             } catch {

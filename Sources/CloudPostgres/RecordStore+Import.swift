@@ -17,7 +17,7 @@ extension RecordStore {
     ) async throws -> Int {
         for name in zoneNames { try FieldName.validate(name, path: "import", what: "zone name") }
         let written = try await self.client.transaction(logger: logger) { connection in
-            let (first, _, schema) = try await self.beginWrite(zoneName: defaultZoneName, in: database, on: connection, logger: logger)
+            let (first, _, schema, _) = try await self.beginWrite(zoneName: defaultZoneName, in: database, on: connection, logger: logger)
             var seq = first
             var zoneIDs: [String: Int64] = [:]
             for try await (id, name) in try await connection.query(

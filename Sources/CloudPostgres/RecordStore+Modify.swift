@@ -22,7 +22,7 @@ extension RecordStore {
         let limits = self.limits
         do {
             let result = try await self.client.transaction(logger: logger) { connection in
-                let (head, zoneID, schema) = try await self.beginWrite(zoneName: zoneName, in: database, on: connection, logger: logger)
+                let (head, zoneID, deployed, scope) = try await self.beginWrite(zoneName: zoneName, in: database, on: connection, logger: logger)
                 // Checked under the database lock: a retry racing its original waits for it, then finds its answer.
                 if let idempotency, let stored = try await Self.storedAnswer(idempotency, databaseID: database.id, on: connection, logger: logger) {
                     return ModifyResult(outcomes: [], atomicFailed: false, answer: stored)
@@ -34,6 +34,12 @@ extension RecordStore {
                 // A create needs no lookup: the upsert refuses a create whose name is live, and only those are loaded.
                 let lookedUp = operations.filter { $0.type != .create && $0.refusal == nil }.map(\.recordName)
                 let existing = lookedUp.isEmpty ? [:] : try await Self.loadRecords(lookedUp, zoneID: zoneID, on: connection, logger: logger)
+                var schema = deployed
+                if let deployed, scope.isDevelopment, self.justInTimeSchema,
+                    let additions = deployed.additions(for: operations, existing: existing, in: database.scope)
+                {
+                    schema = try await self.extendSchema(with: additions, in: scope, on: connection, logger: logger)
+                }
                 var plan = ModificationPlan(
                     operations: operations, existing: existing, firstSeq: head + 1, stamp: stamp,
                     maxRecordBytes: limits.maxRecordBytes, schema: schema, scope: database.scope)
@@ -107,21 +113,23 @@ extension RecordStore {
     }
 
     /// The first statement of a record write: takes the database lock, finds the zone and the schema version
-    /// in one round trip. Returns the last change number, the zone's id and the schema in force.
+    /// in one round trip. Returns the last change number, the zone's id, the schema in force and where it is.
     func beginWrite(zoneName: String, in database: DatabaseRef, on connection: PostgresConnection, logger: Logger) async throws -> (
-        Int64, Int64, Schema?
+        head: Int64, zoneID: Int64, schema: Schema?, scope: SchemaScope
     ) {
         let rows = try await connection.query(
             """
             SELECT d.change_seq,
                 (SELECT id FROM zones WHERE database_id = d.id AND zone_name = \(zoneName) AND NOT deleted),
-                (SELECT max(version) FROM schema_versions)
+                (SELECT max(version) FROM schema_versions v WHERE v.container = d.container AND v.environment = d.environment),
+                d.container, d.environment
             FROM databases d WHERE d.id = \(database.id) FOR UPDATE OF d
             """, logger: logger)
-        for try await (head, zoneID, schemaVersion) in rows.decode((Int64, Int64?, Int32?).self) {
+        for try await (head, zoneID, schemaVersion, container, environment) in rows.decode((Int64, Int64?, Int32?, String, String).self) {
             guard let zoneID else { throw CloudError(.zoneNotFound, "zone \(zoneName) does not exist") }
-            guard let schemaVersion else { return (head, zoneID, nil) }
-            return (head, zoneID, try await self.schema(version: schemaVersion, on: connection, logger: logger))
+            let scope = SchemaScope(container: container, environment: environment)
+            guard let schemaVersion else { return (head, zoneID, nil, scope) }
+            return (head, zoneID, try await self.schema(version: schemaVersion, on: connection, logger: logger), scope)
         }
         throw CloudError(.internalError, "database \(database.id) vanished")
     }

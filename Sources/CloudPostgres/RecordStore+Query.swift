@@ -11,7 +11,7 @@ extension RecordStore {
     ) async throws -> QueryPage {
         let limit = try self.resultsLimit(limit)
         return try await self.client.reading { connection in
-            try await self.schema(on: connection, logger: logger)?.check(query, path: "query")
+            try await self.schema(ofDatabase: database.id, on: connection, logger: logger)?.check(query, path: "query")
             var builder = SQLBuilder()
             let columns = Self.recordColumns(&builder, desiredKeys: desiredKeys)
             var zoneCondition: String

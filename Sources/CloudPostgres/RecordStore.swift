@@ -18,8 +18,11 @@ public final class RecordStore: Sendable {
     private let databaseIDs = Mutex<[DatabaseKey: Int64]>([:])
     /// Wakes the requests waiting for changes, in this process and the others, after each committed write.
     public let changes: ChangeBroadcast
-    /// The deployed schema by version, so a write re-reads only its version number.
-    let schemaCache = Mutex<(version: Int32, schema: Schema)?>(nil)
+    /// Deployed schemas by version, so a write re-reads only its version number.
+    let schemaCache = Mutex<[Int32: Schema]>([:])
+    /// Whether a write in a development environment may add record types and fields to its schema (CloudKit's
+    /// just-in-time schema); production never does.
+    public let justInTimeSchema: Bool
 
     struct DatabaseKey: Hashable {
         var container: String
@@ -30,9 +33,10 @@ public final class RecordStore: Sendable {
 
     public init(
         client: PostgresPool, signer: TokenSigner, limits: RecordLimits = RecordLimits(), clock: ServerClock = .system,
-        feed: ChangeFeed = ChangeFeed()
+        feed: ChangeFeed = ChangeFeed(), justInTimeSchema: Bool = true
     ) {
         self.client = client
+        self.justInTimeSchema = justInTimeSchema
         self.signer = signer
         self.limits = limits
         self.clock = clock

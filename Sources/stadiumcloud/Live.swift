@@ -17,7 +17,7 @@ struct Live {
         self.client = PostgresPool(try options.url(), logger: self.logger)
         self.stores = Stores(
             client: self.client, clock: configuration.clock, passwordHashLog2Rounds: configuration.auth.passwordHashLog2Rounds,
-            limits: configuration.limits)
+            limits: configuration.limits, justInTimeSchema: configuration.justInTimeSchema)
     }
 
     /// Runs a command's work while the client runs, then shuts the client down (`serve` runs the client in its

@@ -34,6 +34,8 @@ struct Serve: AsyncParsableCommand {
     var sharedRateLimits = true
     @Option(help: "Longest a changes/wait or web courier poll is held, in seconds.") var maxWaitSeconds = 60
     @Option(help: "Waiting requests (changes/wait, courier polls) one account may hold at once.") var waitersPerAccount = 16
+    @Flag(inversion: .prefixedNo, help: "Let writes in development add new record types and fields to its schema (production is always strict).")
+    var justInTimeSchema = true
 
     func run() async throws {
         let registry = PrometheusCollectorRegistry()
@@ -56,6 +58,7 @@ struct Serve: AsyncParsableCommand {
         configuration.live.maxWaitSeconds = self.maxWaitSeconds
         configuration.live.courierWaitSeconds = min(configuration.live.courierWaitSeconds, self.maxWaitSeconds)
         configuration.live.waiters.waitersPerAccount = self.waitersPerAccount
+        configuration.justInTimeSchema = self.justInTimeSchema
         let live = try Live(self.database, configuration: configuration)
         let server = ServerService(
             stores: live.stores, configuration: configuration, migrations: migrations, applyMigrations: self.migrate, metrics: registry,

@@ -92,7 +92,8 @@ extension AppRecordsTests {
     /// The app's new fields, deployed as an additive change to a database that already holds visits written under the
     /// previous schema: old records stay as they were, new fields are accepted and typed, and a field removed is refused.
     @Test func theAppFieldsDeployAdditivelyOnAPopulatedDatabase() async throws {
-        try await TestServer.run { server in
+        // Strict, as production is: a development write would add the fields itself (SchemaTests).
+        try await TestServer.run(configure: { $0.justInTimeSchema = false }) { server in
             let records = server.dependencies.records
             let current = try CanonicalFixtures.schema.get()
             var previous = current
@@ -105,14 +106,14 @@ extension AppRecordsTests {
             ]
             for (type, fields) in added { for field in fields { previous.recordTypes[type]?.fields[field] = nil } }
             previous.recordTypes["AchievementDefinition"] = nil
-            try await records.applySchema(previous, logger: TestDatabase.logger)
+            try await records.applySchema(previous, to: TestServer.development, logger: TestDatabase.logger)
             let old = try await server.modify(
                 (0..<50).map { Op.create("visit_\($0)", type: "StadiumVisit", ["notes": .string("before \($0)")]) })
             #expect(old.records.allSatisfy { $0["serverErrorCode"] == nil })
             let early = try await server.modify([Op.create("too_early", type: "StadiumVisit", ["sport": "baseball"])])
             #expect(early.anyErrorCode == "BAD_REQUEST", "not deployed yet")
 
-            let changes = try await records.applySchema(current, logger: TestDatabase.logger)
+            let changes = try await records.applySchema(current, to: TestServer.development, logger: TestDatabase.logger)
             #expect(changes.destructive.isEmpty)
             #expect(changes.additive.contains("field StadiumVisit.sport") && changes.additive.contains("record type AchievementDefinition"))
             let lookup = try await server.call("records/lookup", ["records": [["recordName": "visit_7"]]], as: server.alice)
@@ -127,7 +128,9 @@ extension AppRecordsTests {
             #expect(updated.records.first?["fields"]?["notes"]?["value"] == "before 7")
 
             // Taking a field away again is destructive: refused, with the reason.
-            await #expect(throws: CloudError.self) { try await records.applySchema(previous, logger: TestDatabase.logger) }
+            await #expect(throws: CloudError.self) {
+                try await records.applySchema(previous, to: TestServer.development, logger: TestDatabase.logger)
+            }
         }
     }
 }

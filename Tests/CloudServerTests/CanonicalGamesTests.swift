@@ -153,7 +153,8 @@ import Testing
         dataset.games = ["nba_2025": games]
         let broken = dataset
         try await TestServer.run { server in
-            try await server.dependencies.records.applySchema(try CanonicalFixtures.schema.get(), logger: TestDatabase.logger)
+            try await server.dependencies.records.applySchema(
+                try CanonicalFixtures.schema.get(), to: TestServer.development, logger: TestDatabase.logger)
             let error = await #expect(throws: CanonError.self) {
                 try await server.importer.run(broken, container: Self.container, environment: "development", dryRun: false)
             }

@@ -7,7 +7,8 @@ import Testing
 @Suite struct CanonicalImportTests {
     @Test func importIsIdempotentAndChangesReachDevicesAsDeltas() async throws {
         try await TestServer.run { server in
-            try await server.dependencies.records.applySchema(try CanonicalFixtures.schema.get(), logger: TestDatabase.logger)
+            try await server.dependencies.records.applySchema(
+                try CanonicalFixtures.schema.get(), to: TestServer.development, logger: TestDatabase.logger)
             let importer = server.importer
             let container = "iCloud.com.sportstime.test"
             var dataset = try CanonicalFixtures.dataset.get()
@@ -81,10 +82,11 @@ import Testing
         }
     }
 
+    /// With just-in-time schema off (`serve --no-just-in-time-schema`), development is as strict as production.
     @Test func deployedSchemaChecksWritesAndTypesUntypedValues() async throws {
-        try await TestServer.run { server in
+        try await TestServer.run(configure: { $0.justInTimeSchema = false }) { server in
             let records = server.dependencies.records
-            try await records.applySchema(try CanonicalFixtures.schema.get(), logger: TestDatabase.logger)
+            try await records.applySchema(try CanonicalFixtures.schema.get(), to: TestServer.development, logger: TestDatabase.logger)
             let unknownType = try await server.modify([Op.create("x", type: "Nope")])
             #expect(unknownType.anyErrorCode == "BAD_REQUEST")
             let unknownField = try await server.modify([Op.create("v", type: "StadiumVisit", ["mood": "happy"])])
@@ -101,12 +103,15 @@ import Testing
 
             var destructive = try CanonicalFixtures.schema.get()
             destructive.recordTypes["StadiumVisit"]!.fields["notes"] = nil
-            await #expect { try await records.applySchema(destructive, logger: TestDatabase.logger) } throws: {
+            await #expect { try await records.applySchema(destructive, to: TestServer.development, logger: TestDatabase.logger) } throws: {
                 ($0 as? CloudError)?.reason.contains("field StadiumVisit.notes would be removed") == true
             }
             var additive = try CanonicalFixtures.schema.get()
             additive.recordTypes["StadiumVisit"]!.fields["weather"] = FieldSchema(type: .string, owner: .user, queryable: true)
-            #expect(try await records.applySchema(additive, logger: TestDatabase.logger).additive == ["field StadiumVisit.weather"])
+            #expect(
+                try await records.applySchema(additive, to: TestServer.development, logger: TestDatabase.logger).additive == [
+                    "field StadiumVisit.weather"
+                ])
             #expect(try await server.modify([Op.create("w", type: "StadiumVisit", ["weather": "sunny"])]).status == 200)
         }
     }

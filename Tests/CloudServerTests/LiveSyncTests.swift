@@ -19,7 +19,7 @@ import Testing
 
     /// Returns once `feed` holds `count` waiters (the request reached its wait).
     static func waiters(_ count: Int, on feed: ChangeFeed) async throws {
-        while feed.waiting < count { try await Task.sleep(for: .milliseconds(2)) }
+        try await eventually("\(count) waiter(s)") { feed.waiting >= count }
     }
 
     @Test func aWaitAnswersAtOnceWhenTheZoneChangedAndWhenAWriteCommitsLater() async throws {
@@ -64,7 +64,12 @@ import Testing
 
     @Test func aWaitEndsUnchangedAtItsTimeoutOnTheServersClock() async throws {
         let clock = ManualClock()
-        try await TestServer.run(configure: { $0.clock = clock.clock }) { server in
+        // The database deadline runs on the same clock: far enough out that the advances below, which may start
+        // while the wait still reads the zone's head, never expire it (a busy machine once got 503 here).
+        try await TestServer.run(configure: {
+            $0.clock = clock.clock
+            $0.databaseTimeout = .seconds(3600)
+        }) { server in
             let token = try await server.pull().token
             let waited = Task { try await server.call("changes/wait", Self.zoneWait(token, timeout: 20), as: server.alice) }
             try await Self.waiters(1, on: server.dependencies.records.changes.feed)
@@ -130,7 +135,7 @@ import Testing
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await other.run() }
                 defer { group.cancelAll() }
-                while other.listenCount < 1 { try await Task.sleep(for: .milliseconds(5)) }
+                try await eventually("the other process to listen") { other.listenCount >= 1 }
                 let database = try await otherStore.database(
                     container: "iCloud.com.sportstime.test", environment: "development", scope: .private, owner: server.alice.account,
                     logger: TestDatabase.logger)
@@ -158,7 +163,7 @@ import Testing
                     logger: TestDatabase.logger)
                 try await server.modify([Op.create("while-deaf")])
                 #expect(try await deaf.value == true)
-                while other.listenCount <= listens { try await Task.sleep(for: .milliseconds(5)) }
+                try await eventually("the other process to listen again") { other.listenCount > listens }
             }
         }
     }
@@ -167,7 +172,7 @@ import Testing
     @Test func aLoneProcessNotifiesNobodyUntilAnotherListens() async throws {
         try await TestServer.run { server in
             let broadcast = server.dependencies.records.changes
-            while broadcast.peerCount < 0 { try await Task.sleep(for: .milliseconds(5)) }
+            try await eventually("the first count of listeners") { broadcast.peerCount >= 0 }
             try await server.modify([Op.create("alone")])
             try await Task.sleep(for: .milliseconds(50))
             #expect(broadcast.notificationsSent == 0)
@@ -175,9 +180,9 @@ import Testing
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await other.run() }
                 defer { group.cancelAll() }
-                while broadcast.peerCount < 1 { try await Task.sleep(for: .milliseconds(5)) }
+                try await eventually("another listener to be counted") { broadcast.peerCount >= 1 }
                 try await server.modify([Op.create("together")])
-                while broadcast.notificationsSent < 1 { try await Task.sleep(for: .milliseconds(5)) }
+                try await eventually("a notification") { broadcast.notificationsSent >= 1 }
             }
         }
     }

@@ -196,7 +196,7 @@ import Testing
 
             // A poll held open wakes when the change commits.
             async let held = Self.poll(server, path, timeout: 30)
-            while server.dependencies.records.changes.feed.waiting < 1 { try await Task.sleep(for: .milliseconds(2)) }
+            try await eventually("a held courier poll") { server.dependencies.records.changes.feed.waiting >= 1 }
             try await Self.save(server, "v2", device: "tablet")
             #expect(try await held.frame != nil)
 

@@ -31,7 +31,7 @@ final class ManualClock: Sendable {
 
     /// Returns once `count` tasks sleep on this clock, so an `advance` cannot come before the sleep it should end.
     func waitForSleepers(_ count: Int) async throws {
-        while self.state.withLock({ $0.sleepers.count }) < count { try await Task.sleep(for: .milliseconds(1)) }
+        try await eventually("\(count) sleeper(s) on the clock") { self.state.withLock { $0.sleepers.count } >= count }
     }
 
     private func sleep(for duration: Duration) async throws {

@@ -77,3 +77,30 @@ actor TestDatabase {
         return name
     }
 }
+
+/// How many tests hold a database and a server at once. Unbounded, every database test of the run started together
+/// on CI's busy two cores: 100+ servers, pools and listening connections contending, health checks timing out, and
+/// twice a run that never ended. `STADIUMCLOUD_TEST_PARALLEL` overrides the default of 8.
+actor TestSlots {
+    static let shared = TestSlots(
+        ProcessInfo.processInfo.environment["STADIUMCLOUD_TEST_PARALLEL"].flatMap(Int.init).map { max($0, 1) } ?? 8)
+
+    private var free: Int
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(_ count: Int) { self.free = count }
+
+    /// Returns once a slot is free, and takes it.
+    func acquire() async {
+        guard self.free == 0 else {
+            self.free -= 1
+            return
+        }
+        await withCheckedContinuation { self.waiting.append($0) }
+    }
+
+    /// Gives the slot to the longest waiting test, or back.
+    func release() {
+        if self.waiting.isEmpty { self.free += 1 } else { self.waiting.removeFirst().resume() }
+    }
+}

@@ -19,7 +19,8 @@ extension TestServer {
     /// Runs `body` with a server whose public database holds `dataset` (the schema applied, then imported).
     static func runImported(_ dataset: CanonicalDataset, _ body: @Sendable @escaping (TestServer) async throws -> Void) async throws {
         try await TestServer.run { server in
-            try await server.dependencies.records.applySchema(try CanonicalFixtures.schema.get(), logger: TestDatabase.logger)
+            try await server.dependencies.records.applySchema(
+                try CanonicalFixtures.schema.get(), to: TestServer.development, logger: TestDatabase.logger)
             _ = try await server.importer.run(dataset, container: "iCloud.com.sportstime.test", environment: "development", dryRun: false)
             try await body(server)
         }

@@ -10,6 +10,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import PostgresNIO
+import Synchronization
 import Testing
 
 /// A signed-in test account.
@@ -30,6 +31,8 @@ struct TestServer: Sendable {
     let bob: TestAccount
 
     static let base = "/database/1/iCloud.com.sportstime.test/development"
+    /// The schema scope of `base`.
+    static let development = SchemaScope(container: "iCloud.com.sportstime.test", environment: "development")
 
     /// Runs `body` against a new server and database.
     /// With `.live` the server listens on a free loopback port (`client.port`), for tests that use real clients.
@@ -42,7 +45,19 @@ struct TestServer: Sendable {
         configuration.purgeInterval = .seconds(86_400)
         configuration.containers = ["iCloud.com.sportstime.test"]
         configure(&configuration)
+        // A test still running after two minutes says where it is, every two minutes: on a busy CI machine that
+        // tells a slow test from a stuck one, and which step is stuck.
+        let phase = Mutex("waiting for a database")
+        let name = Test.current?.name ?? "?"
+        let watchdog = Task {
+            for minutes in stride(from: 2, to: Int.max, by: 2) {
+                try await Task.sleep(for: .seconds(120))
+                FileHandle.standardError.write(Data("still running after \(minutes) min: \(name), \(phase.withLock { $0 })\n".utf8))
+            }
+        }
+        defer { watchdog.cancel() }
         try await withTestStore(configuration) { [configuration] dependencies in
+            phase.withLock { $0 = "setting up" }
             let credentials = dependencies.credentials
             let apiToken = try await credentials.createAPIToken(label: "test", logger: logger)
             let serverKey = P256.Signing.PrivateKey()
@@ -53,13 +68,17 @@ struct TestServer: Sendable {
             let app = buildApplication(
                 configuration: configuration, dependencies: dependencies,
                 extensions: CanonicalEndpoints(records: dependencies.records).extensions, logger: logger)
+            phase.withLock { $0 = "starting the server" }
             try await app.test(setup) { client in
+                phase.withLock { $0 = "in the test's body" }
+                defer { phase.withLock { $0 = "stopping the server" } }
                 try await body(
                     TestServer(
                         client: client, dependencies: dependencies, apiToken: apiToken, serverKey: serverKey, serverKeyID: serverKeyID,
                         alice: TestAccount(account: alice.account, webAuthToken: alice.webAuthToken),
                         bob: TestAccount(account: bob.account, webAuthToken: bob.webAuthToken)))
             }
+            phase.withLock { $0 = "closing the database" }
         }
     }
 
@@ -80,12 +99,12 @@ struct TestServer: Sendable {
     /// with the server-to-server key.
     @discardableResult
     func call(
-        _ path: String, _ body: JSONValue? = nil, database: String = "private", as account: TestAccount? = nil,
+        _ path: String, _ body: JSONValue? = nil, database: String = "private", environment: String = "development", as account: TestAccount? = nil,
         apiToken: String? = nil, rawBody: String? = nil, signed: Bool = false, contentType: String = "text/plain"
     ) async throws -> Reply {
         let bytes = rawBody ?? body.map(JSONWriter.encode)
         var headers: HTTPFields = [.contentType: contentType]
-        var uri = "\(Self.base)/\(database)/\(path)"
+        var uri = "/database/1/\(Self.development.container)/\(environment)/\(database)/\(path)"
         if signed {
             for (name, value) in Self.signatureHeaders(key: self.serverKey, keyID: self.serverKeyID, body: Array((bytes ?? "").utf8), path: uri) {
                 headers[HTTPField.Name(name)!] = value
@@ -106,14 +125,15 @@ struct TestServer: Sendable {
     /// `records/modify` in the private database as Alice unless told otherwise.
     @discardableResult
     func modify(
-        _ operations: [JSONValue], zone: String? = nil, atomic: Bool? = nil, database: String = "private", as account: TestAccount? = nil,
-        apiToken: String? = nil, signed: Bool = false
+        _ operations: [JSONValue], zone: String? = nil, atomic: Bool? = nil, database: String = "private", environment: String = "development",
+        as account: TestAccount? = nil, apiToken: String? = nil, signed: Bool = false
     ) async throws -> Reply {
         var body: [String: JSONValue] = ["operations": .array(operations)]
         if let zone { body["zoneID"] = ["zoneName": .string(zone)] }
         if let atomic { body["atomic"] = .bool(atomic) }
         return try await self.call(
-            "records/modify", .object(body), database: database, as: database == "private" ? (account ?? self.alice) : account,
+            "records/modify", .object(body), database: database, environment: environment,
+            as: database == "private" ? (account ?? self.alice) : account,
             apiToken: apiToken, signed: signed)
     }
 
@@ -134,6 +154,17 @@ struct TestServer: Sendable {
 /// Runs `body` with server dependencies on a fresh database, built as `serve` builds them (assets in a
 /// temporary folder or the `STADIUMCLOUD_TEST_ASSETS` bucket, cheap password hashes).
 func withTestStore(_ configuration: ServerConfiguration = ServerConfiguration(), _ body: (ServerDependencies) async throws -> Void) async throws {
+    await TestSlots.shared.acquire()
+    do {
+        try await withTestStoreInSlot(configuration, body)
+    } catch {
+        await TestSlots.shared.release()
+        throw error
+    }
+    await TestSlots.shared.release()
+}
+
+private func withTestStoreInSlot(_ configuration: ServerConfiguration, _ body: (ServerDependencies) async throws -> Void) async throws {
     let url = try await TestDatabase.shared.makeDatabase()
     var configuration = configuration
     configuration.assets = TestAssets.location()
@@ -142,7 +173,7 @@ func withTestStore(_ configuration: ServerConfiguration = ServerConfiguration(),
     try await withDatabasePool(url, logger: TestDatabase.logger) { [configuration] client in
         let stores = Stores(
             client: client, clock: configuration.clock, passwordHashLog2Rounds: configuration.auth.passwordHashLog2Rounds,
-            limits: configuration.limits)
+            limits: configuration.limits, justInTimeSchema: configuration.justInTimeSchema)
         let dependencies = try await ServerDependencies.live(
             stores: stores, configuration: configuration, migrations: try Migration.load(from: TestDatabase.migrationsPath),
             logger: TestDatabase.logger)
