@@ -35,14 +35,53 @@ public struct FieldSchema: Sendable, Hashable, Codable {
     }
 }
 
-/// One declared record type: the database it lives in and its fields.
+/// A security role of the public database, as CloudKit's: who a permission is granted to.
+public enum PublicRole: String, Sendable, Codable {
+    /// Anyone with the container's API token, signed in or not.
+    case world
+    /// A signed-in person.
+    case authenticated
+    /// The signed-in person who created the record.
+    case creator
+    /// Only operators (server-to-server keys): the canonical data.
+    case `operator`
+}
+
+/// Who may read, create and change (update, delete) the records of one public record type. A type without
+/// permissions is the operators' (canonical data): world-readable, written only with a server-to-server key.
+public struct RecordTypePermissions: Sendable, Hashable, Codable {
+    public var read: PublicRole
+    public var create: PublicRole
+    public var write: PublicRole
+
+    public init(read: PublicRole = .world, create: PublicRole = .operator, write: PublicRole = .operator) {
+        (self.read, self.create, self.write) = (read, create, write)
+    }
+
+    /// The canonical types' permissions.
+    public static let operators = RecordTypePermissions()
+
+    enum CodingKeys: String, CodingKey { case read, create, write }
+
+    /// A permission left out keeps its default (world reads, operators write).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.read = try container.decodeIfPresent(PublicRole.self, forKey: .read) ?? .world
+        self.create = try container.decodeIfPresent(PublicRole.self, forKey: .create) ?? .operator
+        self.write = try container.decodeIfPresent(PublicRole.self, forKey: .write) ?? .operator
+    }
+}
+
+/// One declared record type: the database it lives in, its fields and, in the public database, who may do what.
 public struct RecordTypeSchema: Sendable, Hashable, Codable {
     public var database: String
     public var fields: [String: FieldSchema]
+    public var permissions: RecordTypePermissions?
 
-    public init(database: DatabaseScope, fields: [String: FieldSchema]) {
+    public init(database: DatabaseScope, fields: [String: FieldSchema], permissions: RecordTypePermissions? = nil) {
         self.database = database.rawValue
         self.fields = fields
+        self.permissions = permissions
     }
 }
 
@@ -81,6 +120,18 @@ public struct Schema: Sendable, Hashable, Codable {
             try FieldName.validate(typeName, path: "schema", what: "record type")
             guard DatabaseScope(rawValue: recordType.database) != nil else {
                 throw CloudError.badRequest("schema: \(typeName).database must be public or private")
+            }
+            if let permissions = recordType.permissions {
+                guard recordType.database == DatabaseScope.public.rawValue else {
+                    throw CloudError.badRequest("schema: \(typeName).permissions apply to public record types only")
+                }
+                guard [.world, .authenticated].contains(permissions.read), [.operator, .authenticated].contains(permissions.create),
+                    [.operator, .creator].contains(permissions.write)
+                else {
+                    throw CloudError.badRequest(
+                        "schema: \(typeName).permissions: read is world or authenticated, create operator or authenticated, write operator or creator"
+                    )
+                }
             }
             for (fieldName, field) in recordType.fields {
                 try FieldName.validate(fieldName, path: "schema.\(typeName)")
@@ -146,6 +197,29 @@ public struct Schema: Sendable, Hashable, Codable {
         return merged
     }
 
+    /// Why a signed-in person (`userRecordName`) may not apply `operation` in the public database, or nil when the
+    /// record type's permissions let them: a create needs `create: authenticated`; an update or delete needs
+    /// `write: creator` and the record to be theirs. People never add types or fields (no just-in-time schema).
+    public func publicRefusal(of operation: RecordOperation, existing: Record?, by userRecordName: String) -> CloudError? {
+        guard operation.refusal == nil else { return nil }
+        guard let typeName = operation.recordType ?? existing?.recordType else { return nil }
+        guard let declared = self.recordTypes[typeName], declared.database == DatabaseScope.public.rawValue else {
+            return .accessDenied("record type \(typeName) cannot be written to the public database by people")
+        }
+        let permissions = declared.permissions ?? .operators
+        guard let existing, !existing.deleted else {
+            guard !operation.type.isDelete else { return nil }
+            return permissions.create == .authenticated ? nil : .accessDenied("only operators create \(typeName) records")
+        }
+        if let recordType = operation.recordType, recordType != existing.recordType {
+            return .accessDenied("record \(operation.recordName) is a \(existing.recordType), not a \(recordType)")
+        }
+        guard permissions.write == .creator, existing.created.userRecordName == userRecordName else {
+            return .accessDenied("only the creator of \(typeName) record \(operation.recordName) may change or delete it")
+        }
+        return nil
+    }
+
     /// The declared type of a field, used when a client sends values without a `type`.
     public func fieldType(_ field: String, of recordType: String) -> FieldType? {
         self.recordTypes[recordType]?.fields[field]?.fieldType
@@ -181,6 +255,7 @@ public struct Schema: Sendable, Hashable, Codable {
             for fieldName in new.fields.keys where old.fields[fieldName] == nil {
                 changes.additive.append("field \(typeName).\(fieldName)")
             }
+            if new.permissions != old.permissions { changes.additive.append("permissions of \(typeName)") }
         }
         for typeName in newer.recordTypes.keys where self.recordTypes[typeName] == nil {
             changes.additive.append("record type \(typeName)")

@@ -19,9 +19,17 @@ extension DatabaseController {
                 return StoredAnswer(status: Int(writer.status.code), body: writer.json.bytes)
             }
         }
+        let person = call.database.scope == .public && call.caller.serverKeyID == nil ? call.caller.account : nil
+        if let person {
+            for _ in operations.filter({ !$0.type.isDelete }) {
+                try self.authenticator.limiter.take(
+                    "public-writes:\(person.id)", self.configuration.rateLimits.publicWritesPerAccount, what: "account's public records")
+            }
+        }
         let result = try await self.records.modify(
             operations, zoneName: zone, atomic: try call.body.bool("atomic"), in: call.database, stamp: stamp,
-            idempotency: idempotency, check: try await self.writeCheck(operations, call), logger: call.logger)
+            idempotency: idempotency, check: try await self.writeCheck(operations, call), person: person?.userRecordName,
+            logger: call.logger)
         if !result.atomicFailed { self.recordsWritten.increment(by: result.outcomes.filter { !$0.isFailure }.count) }
         if let stored = result.answer {
             var writer = WireWriter()

@@ -52,7 +52,7 @@ struct DatabaseController: Sendable {
                 }
             }
         }
-        group.post("records/modify") { request, context in try await self.run(request, context, writes: true, self.modify) }
+        group.post("records/modify") { request, context in try await self.run(request, context, writes: .byRole, self.modify) }
         group.post("records/lookup") { request, context in try await self.run(request, context, self.lookup) }
         group.post("records/query") { request, context in try await self.run(request, context, self.query) }
         group.post("records/changes") { request, context in try await self.run(request, context, self.recordChanges) }
@@ -62,9 +62,9 @@ struct DatabaseController: Sendable {
         group.post("changes/wait") { request, context in try await self.run(request, context, waits: true, self.waitForChanges) }
         group.get("zones/list") { request, context in try await self.run(request, context, self.listZones) }
         group.post("zones/lookup") { request, context in try await self.run(request, context, self.lookupZones) }
-        group.post("zones/modify") { request, context in try await self.run(request, context, writes: true, self.modifyZones) }
-        group.post("assets/upload") { request, context in try await self.run(request, context, writes: true, self.requestUploads) }
-        group.post("assets/rereference") { request, context in try await self.run(request, context, writes: true, self.rereference) }
+        group.post("zones/modify") { request, context in try await self.run(request, context, writes: .operators, self.modifyZones) }
+        group.post("assets/upload") { request, context in try await self.run(request, context, writes: .operators, self.requestUploads) }
+        group.post("assets/rereference") { request, context in try await self.run(request, context, writes: .operators, self.rereference) }
         group.get("users/current") { request, context in try await self.currentUser(request, context, caller: false) }
         group.get("users/caller") { request, context in try await self.currentUser(request, context, caller: true) }
         group.get("subscriptions/list") { request, context in try await self.run(request, context, self.listSubscriptions) }
@@ -84,11 +84,19 @@ struct DatabaseController: Sendable {
 
     // MARK: Request plumbing
 
+    /// Who may use a public-database endpoint that writes.
+    enum PublicWriters {
+        /// Server-to-server keys only (zones, assets).
+        case operators
+        /// Also signed-in people, as far as each record type's permissions allow (`records/modify`).
+        case byRole
+    }
+
     /// Authenticates, resolves the database, parses the body, runs `operation` and answers its JSON.
     /// A request that `waits` (a long poll) answers without rotating the web auth token: it is held for up to a
     /// minute while the device's other requests rotate it, and its successor would arrive stale (docs/AUTH.md).
     func run(
-        _ request: Request, _ context: BasicRequestContext, writes: Bool = false, waits: Bool = false,
+        _ request: Request, _ context: BasicRequestContext, writes: PublicWriters? = nil, waits: Bool = false,
         _ operation: @escaping @Sendable (DatabaseCall) async throws -> WireWriter
     ) async throws -> Response {
         var streaming = request
@@ -127,7 +135,8 @@ struct DatabaseController: Sendable {
 
     /// Everything from authentication to the call: who asks, which database, the parsed body.
     private func prepare(
-        _ request: Request, bytes: ByteBuffer, container: String, environment: String, scope: DatabaseScope, writes: Bool, logger: Logger
+        _ request: Request, bytes: ByteBuffer, container: String, environment: String, scope: DatabaseScope, writes: PublicWriters?,
+        logger: Logger
     ) async throws -> DatabaseCall {
         let caller = try await self.authenticator.caller(for: request, body: bytes, logger: logger)
         if scope == .private {
@@ -136,8 +145,12 @@ struct DatabaseController: Sendable {
                 throw self.authenticator.authenticationRequired(request, "the private database needs a signed-in user (ckWebAuthToken)")
             }
         }
-        if scope == .public, writes, caller.serverKeyID == nil {
-            throw CloudError.accessDenied("writing the public database needs a server-to-server key (stadiumcloud keys add)")
+        if scope == .public, let writes, caller.serverKeyID == nil, writes == .operators || caller.account == nil {
+            throw CloudError.accessDenied(
+                writes == .operators
+                    ? "this public database endpoint needs a server-to-server key (stadiumcloud keys add)"
+                    : "writing the public database needs a signed-in person (for record types whose permissions let people) or a server-to-server key"
+            )
         }
         let body = bytes.readableBytes == 0 ? JSONValue.object([:]) : try JSONValue.parse(bytes.readableBytesView)
         let database = try await self.records.database(

@@ -80,6 +80,9 @@ public struct RateLimits: Sendable {
     public var perAPIToken = RateLimit(perSecond: 500, burst: 2000)
     public var perAccount = RateLimit(perSecond: 20, burst: 200)
     public var perServerKey = RateLimit(perSecond: 50, burst: 500)
+    /// Records one person may create or change in the public database, where everyone sees them: a guard against
+    /// spam, far above what planning trips with friends needs.
+    public var publicWritesPerAccount = RateLimit(perSecond: 0.5, burst: 60)
     /// Password guesses against one account name.
     public var signInPerAccount = RateLimit(perSecond: 0.1, burst: 10)
     /// Every sign-in attempt together: each costs a scrypt hash.

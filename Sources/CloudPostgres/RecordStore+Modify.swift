@@ -9,10 +9,12 @@ extension RecordStore {
     /// Applies a batch of operations in one transaction. `atomic` (custom zones only) makes it all or nothing.
     /// With `idempotency`, a batch whose key was seen before is not applied again: its stored answer returns.
     /// `check` is the layer above's rule for each record the batch would save (`WriteRules`); a refused record
-    /// fails alone, like any per-record failure.
+    /// fails alone, like any per-record failure. `person` is the signed-in person writing the public database (nil:
+    /// an operator): each operation must then be allowed by its record type's permissions (`publicRefusal`).
     public func modify(
         _ operations: [RecordOperation], zoneName: String, atomic requestedAtomic: Bool?, in database: DatabaseRef,
-        stamp: ChangeStamp, idempotency: IdempotentWrite? = nil, check: (@Sendable (Record) -> CloudError?)? = nil, logger: Logger
+        stamp: ChangeStamp, idempotency: IdempotentWrite? = nil, check: (@Sendable (Record) -> CloudError?)? = nil, person: String? = nil,
+        logger: Logger
     ) async throws -> ModifyResult {
         guard operations.count <= self.limits.maxOperations else {
             throw CloudError.badRequest(
@@ -34,8 +36,17 @@ extension RecordStore {
                 // A create needs no lookup: the upsert refuses a create whose name is live, and only those are loaded.
                 let lookedUp = operations.filter { $0.type != .create && $0.refusal == nil }.map(\.recordName)
                 let existing = lookedUp.isEmpty ? [:] : try await Self.loadRecords(lookedUp, zoneID: zoneID, on: connection, logger: logger)
+                var operations = operations
+                if database.scope == .public, let person {
+                    let rules = deployed ?? Schema(recordTypes: [:])
+                    for index in operations.indices {
+                        let operation = operations[index]
+                        operations[index].refusal =
+                            operation.refusal ?? rules.publicRefusal(of: operation, existing: existing[operation.recordName], by: person)
+                    }
+                }
                 var schema = deployed
-                if let deployed, scope.isDevelopment, self.justInTimeSchema,
+                if let deployed, scope.isDevelopment, self.justInTimeSchema, person == nil,
                     let additions = deployed.additions(for: operations, existing: existing, in: database.scope)
                 {
                     schema = try await self.extendSchema(with: additions, in: scope, on: connection, logger: logger)
