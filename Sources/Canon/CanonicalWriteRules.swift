@@ -6,12 +6,12 @@ import Logging
 /// venue never hosted, a visit naming a game played at another venue, an achievement record that matches no
 /// definition. Each is refused alone, with a reason, and nothing of it is written.
 extension CanonicalEndpoints: WriteRules {
-    public var recordTypes: Set<String> { ["StadiumVisit", "Achievement"] }
+    public var recordTypes: Set<String> { ["StadiumVisit", "Achievement", TripPolls.pollType, TripPolls.voteType] }
 
-    public func check(writesTo database: DatabaseRef, container: String, environment: String, logger: Logger) async throws -> (
+    public func check(writesTo database: DatabaseRef, zone: String, container: String, environment: String, logger: Logger) async throws -> (
         @Sendable (Record) -> CloudError?
     )? {
-        guard database.scope == .private else { return nil }
+        guard database.scope == .private else { return { record in TripPolls.refusal(of: record, in: zone) } }
         let canonical = try await self.records.database(container: container, environment: environment, scope: .public, owner: nil, logger: logger)
         let catalog = try await self.catalog(for: canonical, logger: logger)
         return { record in Self.refusal(of: record, catalog) }

@@ -16,9 +16,9 @@ public struct ServerExtensions: Sendable {
 public protocol WriteRules: Sendable {
     /// The record types the rules look at; a batch with none of them (and no untyped update) is not checked.
     var recordTypes: Set<String> { get }
-    /// The check for records saved into `database` of `container`/`environment`, prepared before the write begins
-    /// (it may read other databases, such as the public one); nil when nothing applies there.
-    func check(writesTo database: DatabaseRef, container: String, environment: String, logger: Logger) async throws -> (
+    /// The check for records saved into `zone` of `database` of `container`/`environment`, prepared before the write
+    /// begins (it may read other databases, such as the public one); nil when nothing applies there.
+    func check(writesTo database: DatabaseRef, zone: String, container: String, environment: String, logger: Logger) async throws -> (
         @Sendable (Record) -> CloudError?
     )?
 }

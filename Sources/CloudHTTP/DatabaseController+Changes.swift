@@ -64,7 +64,7 @@ extension DatabaseController {
         var writer = try self.writer(call)
         writer.object { writer in
             writer.list("zones") { writer in
-                for zone in changes.zones {
+                for zone in changes.zones where call.database.scope == .private || !UnlistedZone.contains(zone.zoneName) {
                     writer.object { writer in
                         writer.json.key("zoneID"); writer.zoneID(zone.zoneName, owner: call.database.ownerRecordName)
                         if zone.deleted { writer.json.key("deleted"); writer.json.bool(true) }

@@ -4,6 +4,7 @@ import CloudCore
 extension DatabaseController {
     @Sendable func listZones(_ call: DatabaseCall) async throws -> WireWriter {
         let zones = try await self.records.listZones(in: call.database, logger: call.logger)
+            .filter { call.database.scope == .private || !UnlistedZone.contains($0.zoneName) }
         var writer = WireWriter()
         writer.object { writer in
             writer.list("zones") { writer in
@@ -53,6 +54,13 @@ extension DatabaseController {
         guard let entries else { throw CloudError.badRequest("operations is required") }
         guard entries.count <= self.records.limits.maxOperations else {
             throw CloudError.badRequest("a request may hold at most \(self.records.limits.maxOperations) operations")
+        }
+        // A person's new unlisted zones count against their public writes, as records do.
+        if call.database.scope == .public, call.caller.serverKeyID == nil, let person = call.caller.account {
+            for _ in 0..<entries.count {
+                try self.authenticator.limiter.take(
+                    "public-writes:\(person.id)", self.configuration.rateLimits.publicWritesPerAccount, what: "account's public records")
+            }
         }
         // A malformed operation fails alone; the others run in request order.
         let outcomes = try await self.records.modifyZones(readable(entries), in: call.database, logger: call.logger)

@@ -62,7 +62,7 @@ struct DatabaseController: Sendable {
         group.post("changes/wait") { request, context in try await self.run(request, context, waits: true, self.waitForChanges) }
         group.get("zones/list") { request, context in try await self.run(request, context, self.listZones) }
         group.post("zones/lookup") { request, context in try await self.run(request, context, self.lookupZones) }
-        group.post("zones/modify") { request, context in try await self.run(request, context, writes: .operators, self.modifyZones) }
+        group.post("zones/modify") { request, context in try await self.run(request, context, writes: .byRole, self.modifyZones) }
         group.post("assets/upload") { request, context in try await self.run(request, context, writes: .operators, self.requestUploads) }
         group.post("assets/rereference") { request, context in try await self.run(request, context, writes: .operators, self.rereference) }
         group.get("users/current") { request, context in try await self.currentUser(request, context, caller: false) }
@@ -88,7 +88,8 @@ struct DatabaseController: Sendable {
     enum PublicWriters {
         /// Server-to-server keys only (zones, assets).
         case operators
-        /// Also signed-in people, as far as each record type's permissions allow (`records/modify`).
+        /// Also signed-in people, as far as each record type's permissions allow (`records/modify`) or as unlisted
+        /// zones are open to them (`zones/modify`).
         case byRole
     }
 

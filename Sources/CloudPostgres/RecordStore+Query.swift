@@ -19,7 +19,10 @@ extension RecordStore {
                 let zoneID = try await self.zoneID(named: zoneName, in: database, on: connection, logger: logger)
                 zoneCondition = "r.zone_id = \(builder.bind(zoneID))"
             } else {
-                zoneCondition = "r.zone_id IN (SELECT id FROM zones WHERE database_id = \(builder.bind(database.id)) AND NOT deleted)"
+                // Unlisted zones are read only by name: a query across the database does not reveal them.
+                zoneCondition =
+                    "r.zone_id IN (SELECT id FROM zones WHERE database_id = \(builder.bind(database.id)) AND NOT deleted"
+                    + (database.scope == .public ? " AND NOT starts_with(zone_name, \(builder.bind(UnlistedZone.prefix))))" : ")")
             }
             var conditions = [zoneCondition, "NOT r.deleted", "r.record_type = \(builder.bind(query.recordType))"]
             for filter in query.filters { conditions.append(try QuerySQL.condition(for: filter, &builder)) }

@@ -28,11 +28,9 @@ extension RecordStore {
         }
     }
 
-    /// Creates and deletes zones in order (private database only); deleting a zone removes its records.
+    /// Creates and deletes zones in order; deleting a zone removes its records. In the public database only unlisted
+    /// zones are created (`UnlistedZone`), and none is deleted.
     public func modifyZones(_ operations: [ZoneOperation], in database: DatabaseRef, logger: Logger) async throws -> [ZoneOutcome] {
-        guard database.scope == .private else {
-            throw CloudError.badRequest("zones can be created and deleted only in the private database")
-        }
         guard operations.count <= self.limits.maxOperations else {
             throw CloudError.badRequest("a request may hold at most \(self.limits.maxOperations) operations")
         }
@@ -45,6 +43,10 @@ extension RecordStore {
                 let name = operation.zoneName
                 if name == defaultZoneName {
                     outcomes.append(.failed(name, .badRequest("the default zone cannot be created or deleted")))
+                    continue
+                }
+                if database.scope == .public, let refusal = UnlistedZone.refusal(of: operation) {
+                    outcomes.append(.failed(name, refusal))
                     continue
                 }
                 var existing: Int64?
@@ -78,6 +80,7 @@ extension RecordStore {
             try await connection.query("UPDATE databases SET change_seq = \(head) WHERE id = \(database.id)", logger: logger)
             return outcomes
         }
+        guard outcomes.contains(where: { if case .failed = $0 { false } else { true } }) else { return outcomes }
         self.changes.committed([database.id])
         return outcomes
     }
