@@ -76,7 +76,7 @@ let package = Package(
             ],
             resources: [.copy("Resources/openapi.yaml")]
         ),
-        /// Sports rules the server and the devices share, pure and without I/O: achievements.
+        /// Sports rules the server and the devices share, pure and without I/O: achievements, trip polls.
         .target(name: "SportsDomain", dependencies: ["CloudCore"]),
         /// The sports layer: the SportsTime dataset, canonical import with the merge, identity and proximity.
         .target(
@@ -165,6 +165,7 @@ let package = Package(
                 "CloudPostgres",
                 "CloudHTTP",
                 "CloudSync",
+                "SportsDomain",
                 "StadiumCloudClient",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

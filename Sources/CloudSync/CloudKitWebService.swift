@@ -136,14 +136,19 @@ public struct CloudKitWebService: Sendable {
         _ = try await self.send(request, retrying: true)
     }
 
-    /// One database operation (`records/modify`, `changes/zone`, …). The private database needs a session.
-    public func call(_ scope: DatabaseScope, _ operation: String, _ body: JSONValue, idempotencyKey: String? = nil) async throws -> JSONValue {
-        try await self.call(scope, operation, body: Data(JSONWriter.encode(body).utf8), idempotencyKey: idempotencyKey)
+    /// One database operation (`records/modify`, `changes/zone`, …). The private database needs a session; so
+    /// does writing the public database as a person (`asPerson`: records people create there, such as trip polls).
+    public func call(
+        _ scope: DatabaseScope, _ operation: String, _ body: JSONValue, idempotencyKey: String? = nil, asPerson: Bool = false
+    ) async throws -> JSONValue {
+        try await self.call(scope, operation, body: Data(JSONWriter.encode(body).utf8), idempotencyKey: idempotencyKey, asPerson: asPerson)
     }
 
     /// A database operation with a body of exact bytes: a retried batch must be byte-identical to the first try.
-    public func call(_ scope: DatabaseScope, _ operation: String, body: Data, idempotencyKey: String? = nil) async throws -> JSONValue {
-        var request = URLRequest(url: try self.url(scope: scope, operation: operation))
+    public func call(
+        _ scope: DatabaseScope, _ operation: String, body: Data, idempotencyKey: String? = nil, asPerson: Bool = false
+    ) async throws -> JSONValue {
+        var request = URLRequest(url: try self.url(scope: scope, operation: operation, asPerson: asPerson))
         request.httpMethod = "POST"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         if let idempotencyKey { request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key") }
@@ -151,9 +156,9 @@ public struct CloudKitWebService: Sendable {
         return try await self.exchange(request, retrying: true)
     }
 
-    func url(scope: DatabaseScope, operation: String) throws -> URL {
+    func url(scope: DatabaseScope, operation: String, asPerson: Bool = false) throws -> URL {
         var query = "ckAPIToken=\(Self.escape(self.endpoint.apiToken))"
-        if scope == .private {
+        if scope == .private || asPerson {
             guard let token = try self.tokens.webAuthToken() else {
                 throw SyncError(code: ServerErrorCode.authenticationRequired.rawValue, reason: "not signed in", status: 421)
             }

@@ -18,7 +18,7 @@ struct ClientCommand: AsyncParsableCommand {
         discussion: "Everything is kept in a local SQLite store (--store); edits work offline and `sync` sends them.",
         subcommands: [
             SignIn.self, SignOut.self, Sync.self, Status.self, Stadiums.self, Nickname.self, Favorite.self, Visits.self, Photos.self, Seasons.self,
-            Games.self, Match.self, Achievements.self, Progress.self,
+            Games.self, Match.self, Achievements.self, Progress.self, Polls.self,
         ])
 }
 

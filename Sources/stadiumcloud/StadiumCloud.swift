@@ -8,7 +8,9 @@ struct StadiumCloud: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stadiumcloud",
         abstract: "A CloudKit Web Services-compatible sync server on PostgreSQL.",
-        subcommands: [Serve.self, Migrate.self, SchemaCommand.self, Import.self, Accounts.self, Tokens.self, Keys.self, Tombstones.self])
+        subcommands: [
+            Serve.self, Migrate.self, SchemaCommand.self, Import.self, Accounts.self, Tokens.self, Keys.self, Tombstones.self, Records.self,
+        ])
 }
 
 /// Options every command that talks to the database shares.

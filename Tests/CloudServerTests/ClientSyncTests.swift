@@ -25,7 +25,7 @@ import Testing
 
     /// A device of Alice's, signed in on first open.
     static func device(
-        _ server: TestServer, _ folder: String, _ name: String, transport: any HTTPTransport = URLSessionTransport(),
+        _ server: TestServer, _ folder: String, _ name: String, account: String = "alice", transport: any HTTPTransport = URLSessionTransport(),
         configuration: SyncConfiguration = SyncConfiguration()
     ) async throws -> StadiumCloudClient {
         let port = try #require(server.client.port)
@@ -34,7 +34,7 @@ import Testing
             endpoint: ServerEndpoint(
                 baseURL: URL(string: "http://127.0.0.1:\(port)")!, container: "iCloud.com.sportstime.test", apiToken: server.apiToken),
             transport: transport, retry: RetryPolicy(attempts: 3, firstDelay: .milliseconds(20)), configuration: configuration)
-        if !client.isSignedIn { try await client.signIn(accountName: "alice", password: Self.password) }
+        if !client.isSignedIn { try await client.signIn(accountName: account, password: Self.password) }
         return client
     }
 

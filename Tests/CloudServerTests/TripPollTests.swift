@@ -1,6 +1,7 @@
-import Canon
 import CloudCore
+import CloudSync
 import Foundation
+import SportsDomain
 import Testing
 
 /// Trip polls: Carol creates a poll in an unlisted zone (its name is the share code), Alice and Bob vote, everyone
@@ -122,6 +123,34 @@ import Testing
             #expect(deleted.json["zones"]?[0]?["serverErrorCode"] == "ACCESS_DENIED")
             let anonymous = try await server.call("zones/modify", ["operations": [["operationType": "create", "zone": zone]]], database: "public")
             #expect(anonymous.status == 403)
+        }
+    }
+
+    /// The same through the SDK, as three people's phones do it.
+    @Test func threePeoplesDevicesCreateVoteAndSeeTheTally() async throws {
+        try await ClientSyncTests.run { server, folder in
+            let credentials = server.dependencies.credentials
+            _ = try await credentials.createAccount(name: "carol", idleMs: 3_600_000, logger: TestDatabase.logger)
+            for name in ["bob", "carol"] {
+                _ = try await credentials.setPassword(accountName: name, password: ClientSyncTests.password, logger: TestDatabase.logger)
+            }
+            let carol = try await ClientSyncTests.device(server, folder, "carol", account: "carol")
+            let alice = try await ClientSyncTests.device(server, folder, "alice")
+            let bob = try await ClientSyncTests.device(server, folder, "bob", account: "bob")
+            let code = try await carol.createPoll(
+                title: "Ballparks in June", options: ["West coast", "Midwest"], summaries: ["SF, LA, SD", "CHI, MIL"], closesAt: 1_800_000_000_000)
+            #expect(code.hasPrefix(UnlistedZone.prefix) && code.count >= UnlistedZone.prefix.count + UnlistedZone.minimumSecretLength)
+            try await alice.vote(inPoll: code, option: 1)
+            try await bob.vote(inPoll: code, option: 0)
+            try await bob.vote(inPoll: code, option: 1)  // changed his mind
+            for device in [carol, alice, bob] {
+                let poll = try await device.poll(code)
+                #expect(poll.title == "Ballparks in June" && poll.options == ["West coast", "Midwest"] && poll.votes == [0, 2])
+            }
+            #expect(try await bob.poll(code).myVote == 1)
+            #expect(try await carol.poll(code).myVote == nil)
+            await #expect(throws: SyncError.self) { try await alice.vote(inPoll: code, option: 25) }
+            await #expect(throws: SyncError.self) { try await alice.poll(UnlistedZone.prefix + "NoSuchPollAtAllHere") }
         }
     }
 }

@@ -15,7 +15,7 @@ public enum TripPolls {
     public static func voteName(of userRecordName: String) -> String { "vote-" + userRecordName }
 
     /// Why `record` cannot be saved in `zone` of the public database, or nil.
-    static func refusal(of record: Record, in zone: String) -> CloudError? {
+    public static func refusal(of record: Record, in zone: String) -> CloudError? {
         guard record.recordType == Self.pollType || record.recordType == Self.voteType else { return nil }
         guard UnlistedZone.contains(zone) else {
             return .badRequest("trip polls and their votes live in an unlisted zone (\(UnlistedZone.prefix) and the share code), not in \(zone)")
