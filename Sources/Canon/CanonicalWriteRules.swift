@@ -11,7 +11,16 @@ extension CanonicalEndpoints: WriteRules {
     public func check(writesTo database: DatabaseRef, zone: String, container: String, environment: String, logger: Logger) async throws -> (
         @Sendable (Record) -> CloudError?
     )? {
-        guard database.scope == .private else { return { record in TripPolls.refusal(of: record, in: zone) } }
+        guard database.scope == .private else {
+            // Votes are checked against the poll of their zone (its options, its closing time).
+            let stored =
+                UnlistedZone.contains(zone)
+                ? try await self.records.lookup([(TripPolls.pollRecordName, ["options", "closesAt"])], zoneName: zone, in: database, logger: logger)
+                    .first ?? nil : nil
+            let poll = stored.flatMap { $0.deleted ? nil : TripPolls.Poll(fieldsJSON: $0.fieldsJSON) }
+            let now = self.records.clock.now
+            return { record in TripPolls.refusal(of: record, in: zone, poll: poll, now: now) }
+        }
         let canonical = try await self.records.database(container: container, environment: environment, scope: .public, owner: nil, logger: logger)
         let catalog = try await self.catalog(for: canonical, logger: logger)
         return { record in Self.refusal(of: record, catalog) }

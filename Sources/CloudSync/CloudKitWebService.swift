@@ -44,12 +44,14 @@ public struct SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         self.code == ServerErrorCode.authenticationRequired.rawValue || self.code == ServerErrorCode.authenticationFailed.rawValue
     }
 
-    /// Reads a `{serverErrorCode, reason, retryAfter}` answer; anything else is reported with its status.
+    /// Reads a `{serverErrorCode, reason, retryAfter}` answer, or the culprit of a failed atomic batch (HTTP 400
+    /// with per-record results: the first error that is not ATOMIC_ERROR); anything else is reported with its status.
     static func from(status: Int, body: Data, headers: HTTPURLResponse) -> SyncError {
         let json = try? JSONValue.parse(Array(body))
         let retryAfter = json?["retryAfter"]?.int64Value.map(Int.init) ?? headers.value(forHTTPHeaderField: "Retry-After").flatMap { Int($0) }
-        if let code = json?["serverErrorCode"]?.stringValue {
-            return SyncError(code: code, reason: json?["reason"]?.stringValue ?? "", status: status, retryAfter: retryAfter)
+        let culprit = json?["records"]?.arrayValue?.first { ($0["serverErrorCode"]?.stringValue).map { $0 != "ATOMIC_ERROR" } ?? false }
+        if let error = json?["serverErrorCode"] != nil ? json : culprit, let code = error["serverErrorCode"]?.stringValue {
+            return SyncError(code: code, reason: error["reason"]?.stringValue ?? "", status: status, retryAfter: retryAfter)
         }
         return SyncError(
             code: status >= 500 ? "SERVICE_UNAVAILABLE" : "UNKNOWN_ERROR", reason: "HTTP \(status) without a CloudKit error body", status: status,

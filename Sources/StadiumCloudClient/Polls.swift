@@ -43,7 +43,8 @@ extension StadiumCloudClient {
         ]
         try Self.check(
             try await self.engine.service.call(
-                .public, "records/modify", ["zoneID": zone, "operations": [["operationType": "create", "record": record]]], asPerson: true),
+                .public, "records/modify", ["zoneID": zone, "atomic": false, "operations": [["operationType": "create", "record": record]]],
+                asPerson: true),
             "records")
         return code
     }
@@ -57,7 +58,9 @@ extension StadiumCloudClient {
             "recordName": .string(TripPolls.voteName(of: me)), "recordType": .string(TripPolls.voteType),
             "fields": ["option": ["value": .int(Int64(option))]],
         ]
-        let body: JSONValue = ["zoneID": ["zoneName": .string(shareCode)], "operations": [["operationType": "forceUpdate", "record": record]]]
+        let body: JSONValue = [
+            "zoneID": ["zoneName": .string(shareCode)], "atomic": false, "operations": [["operationType": "forceUpdate", "record": record]],
+        ]
         try Self.check(try await self.engine.service.call(.public, "records/modify", body, asPerson: true), "records")
     }
 

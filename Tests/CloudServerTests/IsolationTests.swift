@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import SportsDomain
 import Testing
 
 /// Every endpoint, called by Bob with Alice's record names, zones, tokens, markers and asset receipts, answers
@@ -208,6 +209,52 @@ import Testing
         case .object(let object):
             return .object(object.filter { $0.key != "uuid" && $0.key != "syncToken" }.mapValues { normalized($0, secrets) })
         default: return value
+        }
+    }
+
+    /// In the public database, what Alice created (a trip poll, her vote) is hers: every way Bob could change or
+    /// delete it, with or without its change tag, is refused and changes nothing.
+    @Test func anotherPersonsPublicRecordsCannotBeChangedOrDeleted() async throws {
+        try await TestServer.run { server in
+            try await server.dependencies.records.applySchema(
+                try CanonicalFixtures.schema.get(), to: TestServer.development, logger: TestDatabase.logger)
+            let zone = UnlistedZone.prefix + "AlicesTripPoll2027"
+            _ = try await server.call(
+                "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": .string(zone)]]]]], database: "public",
+                as: server.alice)
+            let vote = TripPolls.voteName(of: server.alice.account.userRecordName)
+            let poll = try await server.modify(
+                [
+                    Op.typed(
+                        "create", TripPolls.pollRecordName, type: TripPolls.pollType,
+                        fields: ["title": ["value": "t"], "options": ["value": ["a", "b"]]])
+                ],
+                zone: zone, database: "public", as: server.alice)
+            let voted = try await server.modify(
+                [Op.typed("create", vote, type: TripPolls.voteType, fields: ["option": ["value": 0]])], zone: zone, database: "public",
+                as: server.alice)
+            #expect(poll.anyError == nil && voted.anyError == nil, "\(poll.json) \(voted.json)")
+            let created = (poll.records + voted.records)
+            let before = try await server.call(
+                "records/lookup", ["zoneID": ["zoneName": .string(zone)], "records": [["recordName": "poll"], ["recordName": .string(vote)]]],
+                database: "public")
+            for record in created {
+                let name = try #require(record["recordName"]?.stringValue)
+                let type = try #require(record["recordType"]?.stringValue)
+                let tag = record["recordChangeTag"]?.stringValue
+                let fields: JSONValue = type == TripPolls.pollType ? ["title": ["value": "Bob's now"]] : ["option": ["value": 1]]
+                for operation in ["update", "forceUpdate", "replace", "forceReplace", "delete", "forceDelete"] {
+                    let attempt = Op.typed(
+                        operation, name, tag: operation.hasPrefix("force") ? nil : tag, type: operation.hasSuffix("elete") ? nil : type,
+                        fields: operation.hasSuffix("elete") ? nil : fields.objectValue)
+                    let answer = try await server.modify([attempt], zone: zone, database: "public", as: server.bob)
+                    #expect(answer.anyErrorCode == "ACCESS_DENIED", "\(operation) \(name): \(answer.json)")
+                }
+            }
+            let after = try await server.call(
+                "records/lookup", ["zoneID": ["zoneName": .string(zone)], "records": [["recordName": "poll"], ["recordName": .string(vote)]]],
+                database: "public")
+            #expect(after.json == before.json)
         }
     }
 }

@@ -84,6 +84,13 @@ import Testing
                 #expect(try await server.modify([operation], zone: Self.code, database: "public", as: person).anyErrorCode == code, "\(operation)")
             }
             #expect(try await Self.tally(server, as: nil) == [0: 2])
+
+            // A vote needs an option the poll has, before it closes.
+            #expect(try await server.modify([Self.vote(carol, 3)], zone: Self.code, database: "public", as: carol).anyErrorCode == "BAD_REQUEST")
+            let closing = Op.typed("forceUpdate", TripPolls.pollRecordName, type: TripPolls.pollType, fields: ["closesAt": ["value": 1_000]])
+            #expect(try await server.modify([closing], zone: Self.code, database: "public", as: carol).anyError == nil)
+            let late = try await server.modify([Self.vote(carol, 1)], zone: Self.code, database: "public", as: carol)
+            #expect(late.anyError?["reason"]?.stringValue?.contains("closed") == true)
         }
     }
 
@@ -149,7 +156,9 @@ import Testing
             }
             #expect(try await bob.poll(code).myVote == 1)
             #expect(try await carol.poll(code).myVote == nil)
-            await #expect(throws: SyncError.self) { try await alice.vote(inPoll: code, option: 25) }
+            await #expect { try await alice.vote(inPoll: code, option: 25) } throws: { error in
+                (error as? SyncError)?.code == "BAD_REQUEST" && (error as? SyncError)?.reason.contains("options") == true
+            }
             await #expect(throws: SyncError.self) { try await alice.poll(UnlistedZone.prefix + "NoSuchPollAtAllHere") }
         }
     }
