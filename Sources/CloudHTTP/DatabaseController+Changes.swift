@@ -10,6 +10,7 @@ extension DatabaseController {
             in: call.database, logger: call.logger)
         self.recordsServed.increment(by: changes.records.count)
         var writer = try self.writer(call)
+        if !changes.records.isEmpty { writer.unreadableTypes = try await self.unreadableTypes(call) }
         writer.object { writer in
             writer.json.key("zoneID"); writer.zoneID(zone, owner: call.database.ownerRecordName)
             writer.changes(changes, zone: zone, owner: call.database.ownerRecordName)
@@ -40,6 +41,9 @@ extension DatabaseController {
         }
         let owner = call.database.ownerRecordName
         var writer = try self.writer(call)
+        if pages.contains(where: { !((try? $0.page.get())?.records.isEmpty ?? true) }) {
+            writer.unreadableTypes = try await self.unreadableTypes(call)
+        }
         writer.object { writer in
             writer.list("zones") { writer in
                 for (zone, page) in pages {
@@ -82,7 +86,9 @@ extension WireWriter {
     /// The members a page of zone changes adds to its zone's dictionary: `records`, `syncToken`, `moreComing`.
     mutating func changes(_ changes: ZoneChanges, zone: String, owner: String) {
         self.list("records") { writer in
-            for record in changes.records { writer.record(record, zoneName: zone, owner: owner) }
+            for record in changes.records where !writer.unreadableTypes.contains(record.recordType) {
+                writer.record(record, zoneName: zone, owner: owner)
+            }
         }
         self.json.key("syncToken"); self.json.string(changes.syncToken)
         self.json.key("moreComing"); self.json.bool(changes.moreComing)

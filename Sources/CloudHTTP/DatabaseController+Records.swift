@@ -118,6 +118,7 @@ extension DatabaseController {
             throw CloudError.badRequest("a lookup may name at most \(self.records.limits.maxOperations) records")
         }
         let found = try await self.records.lookup(readable(entries), zoneName: zone, in: call.database, logger: call.logger)
+        let unreadable = found.contains { $0 != nil } ? try await self.unreadableTypes(call) : []
         var writer = try self.writer(call)
         writer.object { writer in
             writer.list("records") { writer in
@@ -125,6 +126,10 @@ extension DatabaseController {
                     switch answer {
                     case .failure(let error):
                         writer.itemError(error, key: "recordName", name: raw["recordName"]?.stringValue ?? "")
+                    case .success((_, let record?)) where unreadable.contains(record.recordType):
+                        writer.itemError(
+                            CloudError(.authenticationRequired, "sign in to read \(record.recordType) records"), key: "recordName",
+                            name: record.recordName)
                     case .success((_, let record?)):
                         writer.record(record, zoneName: zone, owner: call.database.ownerRecordName)
                     case .success((let entry, nil)):
@@ -149,6 +154,9 @@ extension DatabaseController {
                     "database": .int(call.database.id), "query": .object(queryObject.values), "zone": .string(zoneWide ? "*" : zone),
                     "keys": desiredKeys.map { .array($0.map(JSONValue.string)) } ?? .null,
                 ])))
+        if try await self.unreadableTypes(call).contains(query.recordType) {
+            throw CloudError(.authenticationRequired, "sign in to read \(query.recordType) records")
+        }
         var offset: Int64 = 0
         if let marker = try call.body.string("continuationMarker") {
             offset = try ContinuationMarker.decode(marker, queryHash: queryHash, with: self.records.signer).offset

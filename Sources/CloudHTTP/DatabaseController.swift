@@ -182,6 +182,17 @@ struct DatabaseController: Sendable {
         return (container, environment)
     }
 
+    /// The public record types this caller may not read: those whose permissions say `read: authenticated`, when
+    /// asked without a signed-in person or a server-to-server key. Asked only when records are to be answered, so
+    /// an empty poll costs nothing more.
+    func unreadableTypes(_ call: DatabaseCall) async throws -> Set<String> {
+        guard call.database.scope == .public, call.caller.account == nil, call.caller.serverKeyID == nil,
+            let schema = try await self.records.deployedSchema(
+                in: SchemaScope(container: call.container, environment: call.environment), logger: call.logger)
+        else { return [] }
+        return Set(schema.recordTypes.filter { $0.value.permissions?.read == .authenticated }.keys)
+    }
+
     /// Reads the zone of a request; a zone owned by someone else is indistinguishable from a missing one.
     func zone(_ object: WireObject, in call: DatabaseCall) throws -> String {
         let (name, owner) = try object.zoneName()

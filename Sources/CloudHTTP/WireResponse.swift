@@ -9,6 +9,8 @@ struct WireWriter {
     var status: HTTPResponse.Status = .ok
     /// Makes the signed download URL of an asset (by checksum); asset fields are answered as ASSETID with it.
     var downloadURL: (@Sendable (String) -> String)?
+    /// Record types this caller may not read (`read: authenticated`, asked without signing in): left out of deltas.
+    var unreadableTypes: Set<String> = []
 
     /// Writes `{`, lets `members` write, writes `}`; `members` can use every helper of this writer.
     mutating func object(_ members: (inout WireWriter) throws -> Void) rethrows {

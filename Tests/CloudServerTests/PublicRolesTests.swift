@@ -12,6 +12,9 @@ import Testing
             database: .public, fields: ["text": FieldSchema(type: .string, owner: .user)],
             permissions: RecordTypePermissions(read: .world, create: .authenticated, write: .creator)),
         "Stadium": RecordTypeSchema(database: .public, fields: ["name": FieldSchema(type: .string)]),
+        "MembersNote": RecordTypeSchema(
+            database: .public, fields: ["text": FieldSchema(type: .string, owner: .user, queryable: true)],
+            permissions: RecordTypePermissions(read: .authenticated, create: .authenticated, write: .creator)),
     ])
 
     static func note(_ name: String, _ text: String, _ operation: String = "create") -> JSONValue {
@@ -81,6 +84,40 @@ import Testing
             #expect(try await server.modify([Self.note("b1", "x")], database: "public", as: server.bob).anyError == nil)
             let absent = try await server.call("records/lookup", ["records": [["recordName": "n4"]]], database: "public")
             #expect(absent.records.first?["serverErrorCode"] == "NOT_FOUND")
+        }
+    }
+
+    /// `read: authenticated`: without signing in, lookups answer AUTHENTICATION_REQUIRED, queries are refused and
+    /// deltas leave the records out; a signed-in person and an operator read them everywhere.
+    @Test func recordsForSignedInPeopleAreNotReadAnonymously() async throws {
+        try await TestServer.run { server in
+            try await server.dependencies.records.applySchema(Self.schema, to: TestServer.development, logger: TestDatabase.logger)
+            let note = Op.create("m1", type: "MembersNote", ["text": "members only"])
+            #expect(
+                try await server.modify([note, Op.create("s1", type: "Stadium", ["name": "Oracle Park"])], database: "public", signed: true).anyError
+                    == nil)
+            let lookup: JSONValue = ["records": [["recordName": "m1"], ["recordName": "s1"]]]
+            let query: JSONValue = ["query": ["recordType": "MembersNote"]]
+            let changes: JSONValue = ["zones": [["zoneID": ["zoneName": "_defaultZone"]]]]
+
+            let anonymous = try await server.call("records/lookup", lookup, database: "public")
+            #expect(
+                anonymous.records.map { $0["serverErrorCode"]?.stringValue ?? $0["recordName"]?.stringValue } == ["AUTHENTICATION_REQUIRED", "s1"])
+            let refused = try await server.call("records/query", query, database: "public")
+            #expect(refused.status == 421 && refused.errorCode == "AUTHENTICATION_REQUIRED")
+            let delta = try await server.call("changes/zone", changes, database: "public")
+            #expect(delta.json["zones"]?[0]?["records"]?.arrayValue?.compactMap { $0["recordName"]?.stringValue } == ["s1"])
+
+            for reader in [server.alice] {
+                #expect(
+                    try await server.call("records/lookup", lookup, database: "public", as: reader).records.allSatisfy {
+                        $0["serverErrorCode"] == nil
+                    })
+                #expect(try await server.call("records/query", query, database: "public", as: reader).records.count == 1)
+                let seen = try await server.call("changes/zone", changes, database: "public", as: reader)
+                #expect(seen.json["zones"]?[0]?["records"]?.arrayValue?.count == 2)
+            }
+            #expect(try await server.call("records/query", query, database: "public", signed: true).records.count == 1)
         }
     }
 }
