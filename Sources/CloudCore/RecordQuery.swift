@@ -27,6 +27,11 @@ public enum Comparator: String, Sendable, CaseIterable {
     case listContainsAny = "LIST_CONTAINS_ANY"
     case listContainsAll = "LIST_CONTAINS_ALL"
     case listMemberBeginsWith = "LIST_MEMBER_BEGINS_WITH"
+    /// Word search in a STRING field the schema marks `searchable`: every word, or any word, of the value.
+    case containsAllTokens = "CONTAINS_ALL_TOKENS"
+    case containsAnyTokens = "CONTAINS_ANY_TOKENS"
+
+    public var searchesTokens: Bool { self == .containsAllTokens || self == .containsAnyTokens }
 }
 
 /// One `filterBy` entry. For location filters `distance` (metres) is set and `value` is a LOCATION.

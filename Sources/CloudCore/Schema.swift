@@ -14,17 +14,20 @@ public struct FieldSchema: Sendable, Hashable, Codable {
     public var owner: FieldOwner
     public var queryable: Bool
     public var sortable: Bool
+    /// Word search (`CONTAINS_ALL_TOKENS`, `CONTAINS_ANY_TOKENS`) on a STRING field, with a full-text index.
+    public var searchable: Bool
 
-    public init(type: FieldType, owner: FieldOwner = .system, queryable: Bool = false, sortable: Bool = false) {
+    public init(type: FieldType, owner: FieldOwner = .system, queryable: Bool = false, sortable: Bool = false, searchable: Bool = false) {
         self.type = type.rawValue
         self.owner = owner
         self.queryable = queryable
         self.sortable = sortable
+        self.searchable = searchable
     }
 
     public var fieldType: FieldType? { FieldType(tag: self.type) }
 
-    enum CodingKeys: String, CodingKey { case type, owner, queryable, sortable }
+    enum CodingKeys: String, CodingKey { case type, owner, queryable, sortable, searchable }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -32,6 +35,17 @@ public struct FieldSchema: Sendable, Hashable, Codable {
         self.owner = try container.decodeIfPresent(FieldOwner.self, forKey: .owner) ?? .system
         self.queryable = try container.decodeIfPresent(Bool.self, forKey: .queryable) ?? false
         self.sortable = try container.decodeIfPresent(Bool.self, forKey: .sortable) ?? false
+        self.searchable = try container.decodeIfPresent(Bool.self, forKey: .searchable) ?? false
+    }
+
+    /// Left out when false, so schema documents and stored versions keep their shape.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(self.type, forKey: .type)
+        try container.encode(self.owner, forKey: .owner)
+        if self.queryable { try container.encode(true, forKey: .queryable) }
+        if self.sortable { try container.encode(true, forKey: .sortable) }
+        if self.searchable { try container.encode(true, forKey: .searchable) }
     }
 }
 
@@ -137,6 +151,9 @@ public struct Schema: Sendable, Hashable, Codable {
                 try FieldName.validate(fieldName, path: "schema.\(typeName)")
                 guard field.fieldType != nil else {
                     throw CloudError.badRequest("schema: \(typeName).\(fieldName) has unknown type \(field.type)")
+                }
+                guard !field.searchable || field.fieldType == .string else {
+                    throw CloudError.badRequest("schema: \(typeName).\(fieldName) is searchable, which only a STRING field can be")
                 }
             }
         }
@@ -251,6 +268,7 @@ public struct Schema: Sendable, Hashable, Codable {
                 }
                 if replacement.queryable && !field.queryable { changes.additive.append("index on \(typeName).\(fieldName)") }
                 if replacement.sortable && !field.sortable { changes.additive.append("sorting on \(typeName).\(fieldName)") }
+                if replacement.searchable && !field.searchable { changes.additive.append("word search on \(typeName).\(fieldName)") }
             }
             for fieldName in new.fields.keys where old.fields[fieldName] == nil {
                 changes.additive.append("field \(typeName).\(fieldName)")
@@ -294,7 +312,13 @@ extension Schema {
                 throw CloudError.badRequest("\(path): field \(name) of \(query.recordType) is not marked \(what) in the schema")
             }
         }
-        for filter in query.filters { try field(filter.target, "queryable", \.queryable) }
+        for filter in query.filters {
+            if filter.comparator.searchesTokens {
+                try field(filter.target, "searchable", \.searchable)
+            } else {
+                try field(filter.target, "queryable", \.queryable)
+            }
+        }
         for sort in query.sorts { try field(sort.target, "sortable", \.sortable) }
     }
 }

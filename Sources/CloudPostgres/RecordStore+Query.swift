@@ -151,8 +151,17 @@ enum QuerySQL {
             }
             return
                 "(jsonb_typeof(\(x)) = 'array' AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(\(x)) e WHERE starts_with(e, \(builder.bind(prefix)))))"
+        case .containsAllTokens, .containsAnyTokens:
+            // Words are letters and digits; anything else separates them, so the tsquery text cannot carry operators.
+            let words = (value.value.stringValue ?? "").lowercased().split { !$0.isLetter && !$0.isNumber }
+            guard !words.isEmpty else { throw CloudError.badRequest("\(filter.comparator.rawValue) on \(name) needs a string with a word") }
+            let search = words.joined(separator: filter.comparator == .containsAllTokens ? " & " : " | ")
+            return "(jsonb_typeof(\(x)) = 'string' AND \(self.words(in: x)) @@ to_tsquery('simple', \(builder.bind(search))))"
         }
     }
+
+    /// A STRING field's words, as the `searchable` index holds them.
+    static func words(in value: String) -> String { "to_tsvector('simple', \(value) #>> '{}')" }
 
     static func systemColumn(_ field: SystemField) -> String {
         switch field {

@@ -136,34 +136,42 @@ extension RecordStore {
             """, logger: logger)
     }
 
-    /// The indexes of `schema`'s queryable fields, each built without blocking writes (outside any transaction).
-    /// An earlier build that failed leaves an invalid index behind: it is dropped and built again.
+    /// The indexes of `schema`'s queryable and searchable fields, each built without blocking writes (outside any
+    /// transaction). An earlier build that failed leaves an invalid index behind: it is dropped and built again.
     func createIndexes(for schema: Schema, logger: Logger) async throws {
         for (typeName, recordType) in schema.recordTypes.sorted(by: { $0.key < $1.key }) {
-            for (fieldName, field) in recordType.fields.sorted(by: { $0.key < $1.key }) where field.queryable {
-                let name = Self.indexName(recordType: typeName, field: fieldName)
-                var invalid = false
-                for try await valid in try await self.client.query(
-                    "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = \(name)", logger: logger
-                ).decode(Bool.self) { invalid = !valid }
-                if invalid { try await self.client.query(PostgresQuery(unsafeSQL: "DROP INDEX CONCURRENTLY IF EXISTS \(name)"), logger: logger) }
-                try await self.client.query(Self.indexStatement(recordType: typeName, field: fieldName), logger: logger)
+            for (fieldName, field) in recordType.fields.sorted(by: { $0.key < $1.key }) {
+                for index in Self.indexes(of: field, named: fieldName, in: typeName) {
+                    var invalid = false
+                    for try await valid in try await self.client.query(
+                        "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = \(index.name)",
+                        logger: logger
+                    ).decode(Bool.self) { invalid = !valid }
+                    if invalid {
+                        try await self.client.query(PostgresQuery(unsafeSQL: "DROP INDEX CONCURRENTLY IF EXISTS \(index.name)"), logger: logger)
+                    }
+                    try await self.client.query(PostgresQuery(unsafeSQL: index.statement), logger: logger)
+                }
             }
         }
     }
 
-    static func indexName(recordType: String, field: String) -> String {
-        "records_field_" + SHA256.hash(data: Array("\(recordType).\(field)".utf8)).prefix(8).hexString
-    }
-
-    /// An expression index for equality and range filters on one field of one record type.
-    static func indexStatement(recordType: String, field: String) -> PostgresQuery {
+    /// A queryable field's expression index (equality and ranges) and a searchable one's full-text index (the words
+    /// `CONTAINS_*_TOKENS` looks for), each over that record type's live records.
+    static func indexes(of field: FieldSchema, named fieldName: String, in recordType: String) -> [(name: String, statement: String)] {
         func literal(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
-        return PostgresQuery(
-            unsafeSQL: """
-                CREATE INDEX CONCURRENTLY IF NOT EXISTS \(Self.indexName(recordType: recordType, field: field))
-                ON records (zone_id, (fields -> \(literal(field)) -> 'value'))
-                WHERE record_type = \(literal(recordType)) AND NOT deleted
-                """)
+        let digest = SHA256.hash(data: Array("\(recordType).\(fieldName)".utf8)).prefix(8).hexString
+        let value = "(fields -> \(literal(fieldName)) -> 'value')"
+        let scope = "WHERE record_type = \(literal(recordType)) AND NOT deleted"
+        var indexes: [(String, String)] = []
+        if field.queryable {
+            let name = "records_field_" + digest
+            indexes.append((name, "CREATE INDEX CONCURRENTLY IF NOT EXISTS \(name) ON records (zone_id, \(value)) \(scope)"))
+        }
+        if field.searchable {
+            let name = "records_words_" + digest
+            indexes.append((name, "CREATE INDEX CONCURRENTLY IF NOT EXISTS \(name) ON records USING gin ((\(QuerySQL.words(in: value)))) \(scope)"))
+        }
+        return indexes
     }
 }

@@ -104,4 +104,51 @@ import Testing
             #expect(try await server.modify([Op.create("v2", type: "StadiumVisit", ["mood": "x"])]).anyErrorCode == "BAD_REQUEST")
         }
     }
+
+    /// A `searchable` STRING field: word search with CONTAINS_ALL_TOKENS / CONTAINS_ANY_TOKENS over a full-text
+    /// index built concurrently; other fields refuse it, as CloudKit does.
+    @Test func searchableFieldsAnswerWordSearches() async throws {
+        try await TestServer.run(configure: { $0.justInTimeSchema = false }) { server in
+            let records = server.dependencies.records
+            let schema = Schema(recordTypes: [
+                "Trip": RecordTypeSchema(
+                    database: .private,
+                    fields: ["notes": FieldSchema(type: .string, owner: .user, searchable: true), "title": FieldSchema(type: .string, owner: .user)])
+            ])
+            let changes = try await records.applySchema(schema, to: TestServer.development, logger: TestDatabase.logger)
+            #expect(changes.additive == ["record type Trip"])
+            var indexes = 0
+            for try await count in try await records.client.query(
+                "SELECT count(*)::int FROM pg_indexes WHERE indexname LIKE 'records_words_%'", logger: TestDatabase.logger
+            ).decode(Int.self) { indexes = count }
+            #expect(indexes == 1)
+            #expect(
+                try await server.modify([
+                    Op.create("t1", type: "Trip", ["notes": "Great garlic fries at Oracle Park!", "title": "SF"]),
+                    Op.create("t2", type: "Trip", ["notes": "Fenway franks; garlic-free", "title": "Boston"]),
+                    Op.create("t3", type: "Trip", ["notes": "Rain delay", "title": "Seattle"]),
+                ]).anyError == nil)
+            func search(_ comparator: String, _ text: String, field: String = "notes") async throws -> TestServer.Reply {
+                try await server.call(
+                    "records/query",
+                    [
+                        "query": [
+                            "recordType": "Trip",
+                            "filterBy": [["fieldName": .string(field), "comparator": .string(comparator), "fieldValue": ["value": .string(text)]]],
+                        ]
+                    ],
+                    as: server.alice)
+            }
+            func names(_ reply: TestServer.Reply) -> Set<String> { Set(reply.records.compactMap { $0["recordName"]?.stringValue }) }
+            #expect(names(try await search("CONTAINS_ALL_TOKENS", "garlic FRIES")) == ["t1"])
+            #expect(names(try await search("CONTAINS_ANY_TOKENS", "fries franks")) == ["t1", "t2"])
+            #expect(names(try await search("CONTAINS_ALL_TOKENS", "garlic")) == ["t1", "t2"])
+            #expect(try await search("CONTAINS_ALL_TOKENS", "!!").errorCode == "BAD_REQUEST")
+            let unsearchable = try await search("CONTAINS_ALL_TOKENS", "SF", field: "title")
+            #expect(unsearchable.json["reason"]?.stringValue?.contains("not marked searchable") == true)
+            var invalid = schema
+            invalid.recordTypes["Trip"]!.fields["stops"] = FieldSchema(type: .int64, searchable: true)
+            #expect(throws: CloudError.self) { try Schema.parse(Array(JSONEncoder().encode(invalid))) }
+        }
+    }
 }
