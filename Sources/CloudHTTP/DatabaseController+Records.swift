@@ -19,13 +19,7 @@ extension DatabaseController {
                 return StoredAnswer(status: Int(writer.status.code), body: writer.json.bytes)
             }
         }
-        let person = call.database.scope == .public && call.caller.serverKeyID == nil ? call.caller.account : nil
-        if let person {
-            for _ in operations.filter({ !$0.type.isDelete }) {
-                try self.authenticator.limiter.take(
-                    "public-writes:\(person.id)", self.configuration.rateLimits.publicWritesPerAccount, what: "account's public records")
-            }
-        }
+        let person = try self.publicWriter(call, writing: operations.filter { !$0.type.isDelete }.count)
         let result = try await self.records.modify(
             operations, zoneName: zone, atomic: try call.body.bool("atomic"), in: call.database, stamp: stamp,
             idempotency: idempotency, check: try await self.writeCheck(operations, zone: zone, call), person: person?.userRecordName,

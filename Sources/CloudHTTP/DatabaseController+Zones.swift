@@ -56,12 +56,7 @@ extension DatabaseController {
             throw CloudError.badRequest("a request may hold at most \(self.records.limits.maxOperations) operations")
         }
         // A person's new unlisted zones count against their public writes, as records do.
-        if call.database.scope == .public, call.caller.serverKeyID == nil, let person = call.caller.account {
-            for _ in 0..<entries.count {
-                try self.authenticator.limiter.take(
-                    "public-writes:\(person.id)", self.configuration.rateLimits.publicWritesPerAccount, what: "account's public records")
-            }
-        }
+        _ = try self.publicWriter(call, writing: entries.count)
         // A malformed operation fails alone; the others run in request order.
         let outcomes = try await self.records.modifyZones(readable(entries), in: call.database, logger: call.logger)
         let owner = call.database.ownerRecordName

@@ -182,6 +182,17 @@ struct DatabaseController: Sendable {
         return (container, environment)
     }
 
+    /// The signed-in person writing the public database (nil: an operator, or the private database), after taking
+    /// `count` writes from their public-writes budget (THROTTLED beyond it).
+    func publicWriter(_ call: DatabaseCall, writing count: Int) throws -> Account? {
+        guard call.database.scope == .public, call.caller.serverKeyID == nil, let person = call.caller.account else { return nil }
+        for _ in 0..<count {
+            try self.authenticator.limiter.take(
+                "public-writes:\(person.id)", self.configuration.rateLimits.publicWritesPerAccount, what: "account's public records")
+        }
+        return person
+    }
+
     /// The public record types this caller may not read: those whose permissions say `read: authenticated`, when
     /// asked without a signed-in person or a server-to-server key. Asked only when records are to be answered, so
     /// an empty poll costs nothing more.
