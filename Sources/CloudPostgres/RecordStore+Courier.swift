@@ -148,7 +148,12 @@ extension RecordStore {
         var conditions = [
             "z.database_id = \(builder.bind(active.databaseID))", "r.change_seq > \(builder.bind(since))",
         ]
-        if let zone = subscription.zoneName { conditions.append("z.zone_name = \(builder.bind(zone))") }
+        if let zone = subscription.zoneName {
+            conditions.append("z.zone_name = \(builder.bind(zone))")
+        } else if active.scope == .public {
+            // Only a subscription that names an unlisted zone hears of it: a notice would reveal its name.
+            conditions.append("NOT starts_with(z.zone_name, \(builder.bind(UnlistedZone.prefix)))")
+        }
         if let device { conditions.append("r.modified_device <> \(builder.bind(device))") }
         guard subscription.kind == .query, let query = subscription.query else {
             // A zone or database subscription: one notice for everything since, at the first change.

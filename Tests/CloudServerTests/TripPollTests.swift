@@ -99,11 +99,27 @@ import Testing
             try await server.dependencies.records.applySchema(
                 try CanonicalFixtures.schema.get(), to: TestServer.development, logger: TestDatabase.logger)
             let zone: JSONValue = ["zoneID": ["zoneName": .string(Self.code)]]
+            // Bob listens to every new poll and everything in the public database, before Alice makes hers.
+            let everyPoll: JSONValue = ["subscriptionID": "polls", "subscriptionType": "query", "query": ["recordType": "TripPoll"]]
+            for subscription in [everyPoll, SubscriptionTests.wholeDatabase] {
+                let made = try await server.call("subscriptions/modify", SubscriptionTests.create(subscription), database: "public", as: server.bob)
+                #expect(made.json["subscriptions"]?[0]?["serverErrorCode"] == nil, "\(made.json)")
+            }
+            let (courier, _) = try await SubscriptionTests.courierURL(server, device: "bobs-phone", as: server.bob)
             _ = try await server.call(
                 "zones/modify", ["operations": [["operationType": "create", "zone": zone]]], database: "public", as: server.alice)
             let poll = Op.typed(
                 "create", TripPolls.pollRecordName, type: TripPolls.pollType, fields: ["title": ["value": "t"], "options": ["value": ["a", "b"]]])
             #expect(try await server.modify([poll], zone: Self.code, database: "public", as: server.alice).anyError == nil)
+            // No notification names it either; a subscription to the zone itself, by whoever has the code, hears of it.
+            #expect(try await SubscriptionTests.drain(server, courier).isEmpty)
+            let pollZone: JSONValue = ["subscriptionID": "this-poll", "subscriptionType": "zone", "zoneID": zone["zoneID"]!]
+            try await server.call("subscriptions/modify", SubscriptionTests.create(pollZone), database: "public", as: server.bob)
+            let vote = Op.typed(
+                "create", TripPolls.voteName(of: server.alice.account.userRecordName), type: TripPolls.voteType, fields: ["option": ["value": 1]])
+            #expect(try await server.modify([vote], zone: Self.code, database: "public", as: server.alice).anyError == nil)
+            let frames = try await SubscriptionTests.drain(server, courier)
+            #expect(frames.count == 1 && JSONWriter.encode(frames[0]).contains(Self.code), "\(frames)")
 
             // No listing reveals the poll: zones, the database's changes, a query across zones.
             let zones = try await server.call("zones/list", database: "public", as: server.bob)
