@@ -54,6 +54,7 @@ public func buildRouter(configuration: ServerConfiguration, dependencies: Server
     AssetController(store: dependencies.assets, records: dependencies.records, capabilities: capabilities, configuration: configuration).addRoutes(
         to: router)
     SignInController(credentials: dependencies.credentials, configuration: configuration, limiter: limiter).addRoutes(to: router)
+    ConsoleController(dependencies: dependencies, configuration: configuration, limiter: limiter).addRoutes(to: router)
     DatabaseController(
         records: dependencies.records,
         authenticator: RequestAuthenticator(credentials: dependencies.credentials, configuration: configuration, limiter: limiter),

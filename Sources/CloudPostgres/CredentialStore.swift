@@ -112,21 +112,28 @@ public final class CredentialStore: Sendable {
     /// without one, all alike and in about the same time.
     public func signIn(accountName: String, password: String, idleMs: Int64, logger: Logger) async throws -> (account: Account, webAuthToken: String)?
     {
-        let rows = try await translatingDatabaseErrors {
-            try await self.client.query(
-                "SELECT id, user_record_name, password_hash FROM accounts WHERE name = \(accountName)", logger: logger)
-        }
-        var found: (account: Account, hash: String?)?
-        for try await (id, recordName, hash) in rows.decode((Int64, String, String?).self) {
-            found = (Account(id: id, name: accountName, userRecordName: recordName), hash)
-        }
-        let stored = found?.hash ?? self.decoyHash
-        let matches = await Self.onHashingQueue { PasswordHasher.verify(password, against: stored) }
-        guard let account = found?.account, found?.hash != nil, matches else { return nil }
+        guard let (account, _) = try await self.verifiedAccount(accountName: accountName, password: password, logger: logger) else { return nil }
         let token = try await self.client.transaction(logger: logger) { connection in
             try await self.startSession(for: account, idleMs: idleMs, on: connection, logger: logger)
         }
         return (account, token)
+    }
+
+    /// The account a name and password prove, and whether it is an operator's; nil for an unknown name, a wrong
+    /// password or an account without one, all alike and in about the same time.
+    func verifiedAccount(accountName: String, password: String, logger: Logger) async throws -> (account: Account, isOperator: Bool)? {
+        let rows = try await translatingDatabaseErrors {
+            try await self.client.query(
+                "SELECT id, user_record_name, password_hash, operator FROM accounts WHERE name = \(accountName)", logger: logger)
+        }
+        var found: (account: Account, hash: String?, isOperator: Bool)?
+        for try await (id, recordName, hash, isOperator) in rows.decode((Int64, String, String?, Bool).self) {
+            found = (Account(id: id, name: accountName, userRecordName: recordName), hash, isOperator)
+        }
+        let stored = found?.hash ?? self.decoyHash
+        let matches = await Self.onHashingQueue { PasswordHasher.verify(password, against: stored) }
+        guard let found, found.hash != nil, matches else { return nil }
+        return (found.account, found.isOperator)
     }
 
     /// A hash no password matches in practice, verified for unknown names so that they cost the same time.
@@ -279,6 +286,8 @@ public final class CredentialStore: Sendable {
                 DELETE FROM auth_session_uses u WHERE first_used_ms < \(now - 3_600_000)
                 AND generation < (SELECT max(generation) FROM auth_session_uses n WHERE n.session_id = u.session_id)
                 """, logger: logger)
+            // Console sessions idle for a day (they stop opening anything after 15 minutes).
+            try await self.client.query("DELETE FROM console_sessions WHERE used_ms < \(now - 86_400_000)", logger: logger)
         }
     }
 

@@ -10,12 +10,22 @@ struct Accounts: AsyncParsableCommand {
         @OptionGroup var database: DatabaseOptions
         @Argument(help: "A unique account name (what the person signs in with).") var name: String
         @Flag(help: "Read a password from standard input, so the person can also sign in at /signin.") var passwordStdin = false
+        @Flag(help: "An operator's account, for the web console at /console (needs --password-stdin); not a person's.")
+        var `operator` = false
+
+        func validate() throws {
+            if self.operator, !self.passwordStdin {
+                throw ValidationError("an operator signs in to the console with a password: add --password-stdin")
+            }
+        }
 
         func run() async throws {
             let password = self.passwordStdin ? try readPassword() : nil
             let (account, token) = try await Live(self.database).run { live, logger in
-                try await live.stores.credentials.createAccount(
+                let created = try await live.stores.credentials.createAccount(
                     name: self.name, password: password, idleMs: Int64(live.configuration.auth.keepSignedInSeconds) * 1000, logger: logger)
+                if self.operator { _ = try await live.stores.credentials.setOperator(accountName: self.name, true, logger: logger) }
+                return created
             }
             print("userRecordName: \(account.userRecordName)")
             print("ckWebAuthToken: \(token)")

@@ -1,0 +1,239 @@
+import CloudCore
+import CloudPostgres
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+
+/// The operator console at `/console`: pages the server renders for the people who run it (docs/CONSOLE.md).
+/// Operators sign in with accounts of their own; a session is an HttpOnly, `SameSite=Strict` cookie that ends
+/// after 15 idle minutes, and every form carries the session's form token (CSRF). A person's private records appear
+/// only as counts and sizes.
+struct ConsoleController: Sendable {
+    let dependencies: ServerDependencies
+    let configuration: ServerConfiguration
+    let limiter: RateLimiter
+    let startedMs = Timestamp.now
+
+    static let sessionCookie = "stadiumcloud_console"
+    /// Before signing in, the sign-in form's token is checked against this cookie (double submit).
+    static let formCookie = "stadiumcloud_console_form"
+    static let idleMs: Int64 = 15 * 60_000
+
+    func addRoutes(to router: Router<BasicRequestContext>) {
+        router.get("console") { request, context in
+            try await self.signedIn(request, context) { session in try await self.overview(session, context.logger) }
+        }
+        router.get("console/accounts") { request, context in
+            try await self.signedIn(request, context) { session in
+                try await self.accounts(session, search: request.uri.queryParameters["q"].map(String.init) ?? "", context.logger)
+            }
+        }
+        router.get("console/signin") { _, _ in self.signInPage(error: nil) }
+        router.post("console/signin") { request, context in try await self.signIn(request, context) }
+        router.post("console/signout") { request, context in try await self.signOut(request, context) }
+    }
+
+    // MARK: sessions
+
+    /// Runs `page` for a signed-in operator; anyone else is sent to the sign-in page.
+    func signedIn(_ request: Request, _ context: BasicRequestContext, _ page: (ConsoleSession) async throws -> Response) async throws -> Response {
+        guard let token = Self.cookies(request)[Self.sessionCookie],
+            let session = try await self.dependencies.credentials.consoleSession(token: token, idleMs: Self.idleMs, logger: context.logger)
+        else { return Response(status: .seeOther, headers: [.location: "/console/signin", .cacheControl: "no-store"]) }
+        return try await page(session)
+    }
+
+    func signInPage(error: String?, status: HTTPResponse.Status = .ok) -> Response {
+        let formToken = Base64URL.encode((0..<24).map { _ in UInt8.random(in: 0...255) })
+        var response = self.html(
+            "Sign in",
+            """
+            <h1>StadiumCloud console</h1>
+            \(error.map { "<p class=error role=alert>\(SignInController.escape($0))</p>" } ?? "")
+            <form method=post action="/console/signin">
+            <input type=hidden name=formToken value="\(formToken)">
+            <label>Operator account <input name=accountName autocomplete=username required autofocus></label>
+            <label>Password <input name=password type=password autocomplete=current-password required></label>
+            <button>Sign in</button>
+            </form>
+            <p>Operator accounts are made with <code>stadiumcloud accounts create NAME --operator --password-stdin</code>.</p>
+            """)
+        response.status = status
+        response.headers[values: .setCookie].append(self.cookie(Self.formCookie, formToken, maxAge: 3600))
+        return response
+    }
+
+    func signIn(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        var request = request
+        let form = Self.form(try await request.collectBody(upTo: 16 * 1024))
+        guard let formToken = form["formToken"], !formToken.isEmpty, formToken == Self.cookies(request)[Self.formCookie] else {
+            return self.refused("The form has expired or did not come from this console. Sign in again.", signIn: true)
+        }
+        let name = form["accountName"] ?? ""
+        let password = form["password"] ?? ""
+        let limits = self.configuration.rateLimits
+        try self.limiter.take("signin", limits.signInTotal, what: "server's sign-in page")
+        try self.limiter.take("signin:" + name, limits.signInPerAccount, what: "account's sign-in")
+        guard (try? FieldName.validate(name, path: "", what: "")) != nil, password.utf8.count <= PasswordHasher.maximumPasswordLength,
+            let (token, session) = try await self.dependencies.credentials.startConsoleSession(
+                accountName: name, password: password, logger: context.logger)
+        else {
+            context.logger.info("console sign-in refused", metadata: ["account": "\(name)"])
+            return self.signInPage(error: "Wrong operator account or password.", status: .unauthorized)
+        }
+        context.logger.notice("an operator signed in to the console", metadata: ["account": "\(session.account.name)"])
+        var response = Response(status: .seeOther, headers: [.location: "/console", .cacheControl: "no-store"])
+        response.headers[values: .setCookie].append(self.cookie(Self.sessionCookie, token, maxAge: nil))
+        response.headers[values: .setCookie].append(self.cookie(Self.formCookie, "", maxAge: 0))
+        return response
+    }
+
+    func signOut(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        var request = request
+        let form = Self.form(try await request.collectBody(upTo: 16 * 1024))
+        guard let token = Self.cookies(request)[Self.sessionCookie],
+            let session = try await self.dependencies.credentials.consoleSession(token: token, idleMs: Self.idleMs, logger: context.logger)
+        else { return Response(status: .seeOther, headers: [.location: "/console/signin"]) }
+        guard form["formToken"] == session.formToken else { return self.refused("The form did not come from this console.", signIn: false) }
+        try await self.dependencies.credentials.endConsoleSession(token: token, logger: context.logger)
+        var response = Response(status: .seeOther, headers: [.location: "/console/signin", .cacheControl: "no-store"])
+        response.headers[values: .setCookie].append(self.cookie(Self.sessionCookie, "", maxAge: 0))
+        return response
+    }
+
+    func refused(_ reason: String, signIn: Bool) -> Response {
+        var response = self.html(
+            "Refused",
+            "<h1>Refused</h1><p class=error role=alert>\(SignInController.escape(reason))</p><p><a href=\"/console\(signIn ? "/signin" : "")\">Back</a></p>"
+        )
+        response.status = .forbidden
+        return response
+    }
+
+    // MARK: pages
+
+    func overview(_ session: ConsoleSession, _ logger: Logger) async throws -> Response {
+        let statistics = try await self.dependencies.records.statistics(logger: logger)
+        let outage = self.dependencies.records.databaseOutage
+        let uptime = (Timestamp.now - self.startedMs) / 1000
+        let records = statistics.records.map { row in
+            "<tr><td>\(row.scope)</td><td>\(SignInController.escape(row.recordType))</td><td class=n>\(row.count)</td></tr>"
+        }.joined()
+        let storage = statistics.topStorage.map { row in
+            "<tr><td>\(SignInController.escape(row.account))</td><td class=n>\(Self.bytes(row.bytes))</td></tr>"
+        }.joined()
+        return self.html(
+            "Overview",
+            """
+            <h1>Overview</h1>
+            <section aria-labelledby=health><h2 id=health>Health</h2><dl>
+            <dt>Readiness</dt><dd>\(outage.map { "PostgreSQL does not answer: \(SignInController.escape($0.reason))" } ?? "ready")</dd>
+            <dt>Uptime</dt><dd>\(uptime / 3600) h \(uptime % 3600 / 60) min</dd>
+            <dt>Migrations</dt><dd>\(self.dependencies.migrations.count), all applied (the server does not start otherwise)</dd>
+            <dt>Containers</dt><dd>\(self.configuration.containers.sorted().map(SignInController.escape).joined(separator: ", "))</dd>
+            </dl></section>
+            <section aria-labelledby=storage><h2 id=storage>Storage</h2><dl>
+            <dt>Database</dt><dd>\(Self.bytes(statistics.databaseBytes))</dd>
+            <dt>Assets</dt><dd>\(Self.bytes(statistics.assetBytes)), quota \(Self.bytes(self.configuration.accountQuotaBytes)) per account</dd>
+            </dl>
+            <table><caption>Top accounts by asset storage</caption><thead><tr><th scope=col>Account</th><th scope=col>Assets</th></tr></thead>
+            <tbody>\(storage)</tbody></table></section>
+            <section aria-labelledby=records><h2 id=records>Records</h2>
+            <table><caption>Live records by database and type (private data only as counts)</caption>
+            <thead><tr><th scope=col>Database</th><th scope=col>Type</th><th scope=col>Records</th></tr></thead><tbody>\(records)</tbody></table>
+            </section>
+            """, session: session)
+    }
+
+    func accounts(_ session: ConsoleSession, search: String, _ logger: Logger) async throws -> Response {
+        let found = try await self.dependencies.credentials.accounts(matching: search, logger: logger)
+        let rows = found.map { account in
+            """
+            <tr><td>\(SignInController.escape(account.name))</td><td>\(Self.date(account.createdMs))</td>\
+            <td>\(account.isOperator ? "operator" : "person")</td><td>\(account.hasPassword ? "yes" : "no")</td></tr>
+            """
+        }.joined()
+        return self.html(
+            "Accounts",
+            """
+            <h1>Accounts</h1>
+            <form method=get action="/console/accounts" role=search><label>Name contains <input name=q value="\(SignInController.escape(search))"></label>
+            <button>Search</button></form>
+            <table><caption>\(found.count) account(s)\(found.count == 100 ? " (the first 100)" : "")</caption>
+            <thead><tr><th scope=col>Name</th><th scope=col>Created</th><th scope=col>Role</th><th scope=col>Password</th></tr></thead>
+            <tbody>\(rows)</tbody></table>
+            """, session: session)
+    }
+
+    // MARK: HTML and HTTP
+
+    /// A console page: navigation and sign-out when signed in; never cached, never framed, no scripts from anywhere.
+    func html(_ title: String, _ body: String, session: ConsoleSession? = nil) -> Response {
+        let navigation = session.map { session in
+            """
+            <nav aria-label=Console><a href="/console">Overview</a> <a href="/console/accounts">Accounts</a>
+            <form method=post action="/console/signout" class=inline><input type=hidden name=formToken value="\(session.formToken)">
+            <button>Sign out \(SignInController.escape(session.account.name))</button></form></nav>
+            """
+        }
+        let page = """
+            <!doctype html><html lang=en><head><meta charset=utf-8><meta name=viewport content="width=device-width">
+            <title>\(title) · StadiumCloud console</title><style>
+            body{font:16px system-ui;max-width:60em;margin:2em auto;padding:0 1em;color:#111;background:#fff}
+            nav{display:flex;gap:1em;align-items:center;border-bottom:1px solid #767676;padding-bottom:.5em}
+            a{color:#0645ad}.inline{display:inline;margin-left:auto}label{display:block;margin:.6em 0}
+            table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #767676;padding:.3em .6em;text-align:left}.n{text-align:right}
+            caption{text-align:left;font-weight:600;padding:.3em 0}.error{color:#a00000}dt{font-weight:600}
+            button{font:inherit;padding:.3em .8em}:focus{outline:3px solid #0645ad}
+            </style></head><body>\(navigation ?? "")<main>\(body)</main></body></html>
+            """
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
+                .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+                HTTPField.Name("X-Frame-Options")!: "DENY", HTTPField.Name("X-Content-Type-Options")!: "nosniff",
+                HTTPField.Name("Referrer-Policy")!: "no-referrer",
+            ],
+            body: .init(byteBuffer: ByteBuffer(string: page)))
+    }
+
+    /// A `Set-Cookie` value: HttpOnly, SameSite=Strict, for `/console` only; Secure behind HTTPS.
+    func cookie(_ name: String, _ value: String, maxAge: Int?) -> String {
+        var cookie = "\(name)=\(value); Path=/console; HttpOnly; SameSite=Strict"
+        if let maxAge { cookie += "; Max-Age=\(maxAge)" }
+        if self.configuration.publicBaseURL?.hasPrefix("https://") == true { cookie += "; Secure" }
+        return cookie
+    }
+
+    static func cookies(_ request: Request) -> [String: String] {
+        var cookies: [String: String] = [:]
+        for header in request.headers[values: .cookie] {
+            for pair in header.split(separator: ";") {
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                guard parts.count == 2 else { continue }
+                cookies[parts[0].trimmingCharacters(in: .whitespaces)] = String(parts[1]).trimmingCharacters(in: .whitespaces)
+            }
+        }
+        return cookies
+    }
+
+    /// An `application/x-www-form-urlencoded` body.
+    static func form(_ body: ByteBuffer) -> [String: String] {
+        var fields: [String: String] = [:]
+        for pair in String(decoding: body.readableBytesView, as: UTF8.self).split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map { $0.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "" }
+            fields[parts[0]] = parts.count > 1 ? parts[1] : ""
+        }
+        return fields
+    }
+
+    static func bytes(_ count: Int64) -> String {
+        count < 1 << 20 ? "\(count / 1024) KiB" : String(format: "%.1f MiB", Double(count) / Double(1 << 20))
+    }
+
+    static func date(_ ms: Int64) -> String {
+        Date(timeIntervalSince1970: Double(ms) / 1000).formatted(.iso8601.year().month().day())
+    }
+}

@@ -1,0 +1,41 @@
+import CloudCore
+import Logging
+import PostgresNIO
+
+/// What the operator console's overview shows: sizes and counts, never the contents of a person's records.
+public struct ServerStatistics: Sendable {
+    public var databaseBytes: Int64 = 0
+    /// Live records by database scope and record type.
+    public var records: [(scope: String, recordType: String, count: Int64)] = []
+    public var assetBytes: Int64 = 0
+    /// The accounts storing the most asset bytes, most first.
+    public var topStorage: [(account: String, bytes: Int64)] = []
+}
+
+extension RecordStore {
+    /// The overview's figures, read in one connection.
+    public func statistics(logger: Logger) async throws -> ServerStatistics {
+        try await self.client.reading { connection in
+            var statistics = ServerStatistics()
+            for try await size in try await connection.query("SELECT pg_database_size(current_database())", logger: logger).decode(Int64.self) {
+                statistics.databaseBytes = size
+            }
+            for try await row in try await connection.query(
+                """
+                SELECT d.scope, r.record_type, count(*) FROM records r JOIN zones z ON z.id = r.zone_id JOIN databases d ON d.id = z.database_id
+                WHERE NOT r.deleted GROUP BY 1, 2 ORDER BY 1, 2
+                """, logger: logger
+            ).decode((String, String, Int64).self) { statistics.records.append(row) }
+            for try await bytes in try await connection.query("SELECT coalesce(sum(size), 0)::int8 FROM assets", logger: logger).decode(Int64.self) {
+                statistics.assetBytes = bytes
+            }
+            for try await row in try await connection.query(
+                """
+                SELECT a.name, sum(s.size)::int8 FROM assets s JOIN databases d ON d.id = s.database_id JOIN accounts a ON a.id = d.owner_account_id
+                GROUP BY a.name ORDER BY 2 DESC, 1 LIMIT 10
+                """, logger: logger
+            ).decode((String, Int64).self) { statistics.topStorage.append(row) }
+            return statistics
+        }
+    }
+}
