@@ -29,6 +29,12 @@ struct ConsoleController: Sendable {
                 try await self.accounts(session, search: request.uri.queryParameters["q"].map(String.init) ?? "", context.logger)
             }
         }
+        router.get("console/credentials") { request, context in
+            try await self.signedIn(request, context) { session in try await self.credentials(session, notice: nil, context.logger) }
+        }
+        router.post("console/credentials") { request, context in
+            try await self.posted(request, context) { session, form in try await self.changeCredentials(session, form, context.logger) }
+        }
         router.get("console/signin") { _, _ in self.signInPage(error: nil) }
         router.post("console/signin") { request, context in try await self.signIn(request, context) }
         router.post("console/signout") { request, context in try await self.signOut(request, context) }
@@ -89,17 +95,29 @@ struct ConsoleController: Sendable {
         return response
     }
 
-    func signOut(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    /// Runs `action` for a signed-in operator whose form carries the session's form token; a form without it is
+    /// refused (403) and changes nothing.
+    func posted(
+        _ request: Request, _ context: BasicRequestContext, _ action: (ConsoleSession, [String: String]) async throws -> Response
+    ) async throws -> Response {
         var request = request
         let form = Self.form(try await request.collectBody(upTo: 16 * 1024))
         guard let token = Self.cookies(request)[Self.sessionCookie],
             let session = try await self.dependencies.credentials.consoleSession(token: token, idleMs: Self.idleMs, logger: context.logger)
         else { return Response(status: .seeOther, headers: [.location: "/console/signin"]) }
         guard form["formToken"] == session.formToken else { return self.refused("The form did not come from this console.", signIn: false) }
-        try await self.dependencies.credentials.endConsoleSession(token: token, logger: context.logger)
-        var response = Response(status: .seeOther, headers: [.location: "/console/signin", .cacheControl: "no-store"])
-        response.headers[values: .setCookie].append(self.cookie(Self.sessionCookie, "", maxAge: 0))
-        return response
+        return try await action(session, form)
+    }
+
+    func signOut(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        try await self.posted(request, context) { _, _ in
+            if let token = Self.cookies(request)[Self.sessionCookie] {
+                try await self.dependencies.credentials.endConsoleSession(token: token, logger: context.logger)
+            }
+            var response = Response(status: .seeOther, headers: [.location: "/console/signin", .cacheControl: "no-store"])
+            response.headers[values: .setCookie].append(self.cookie(Self.sessionCookie, "", maxAge: 0))
+            return response
+        }
     }
 
     func refused(_ reason: String, signIn: Bool) -> Response {
@@ -166,13 +184,77 @@ struct ConsoleController: Sendable {
             """, session: session)
     }
 
+    func credentials(_ session: ConsoleSession, notice: String?, _ logger: Logger) async throws -> Response {
+        let store = self.dependencies.credentials
+        func status(_ revokedMs: Int64?) -> String { revokedMs.map { "revoked \(Self.date($0))" } ?? "active" }
+        func revoke(_ field: String, _ value: String, _ what: String) -> String {
+            """
+            <form method=post action="/console/credentials"><input type=hidden name=formToken value="\(session.formToken)">\
+            <input type=hidden name=action value=revoke-\(field)><input type=hidden name=\(field) value="\(value)">\
+            <button aria-label="Revoke \(what)">Revoke</button></form>
+            """
+        }
+        let tokens = try await store.apiTokens(logger: logger).map { token in
+            let label = SignInController.escape(token.label ?? "")
+            return """
+                <tr><td><code>\(token.fingerprint)</code></td><td>\(label)</td><td>\(Self.date(token.createdMs))</td><td>\(status(token.revokedMs))</td>\
+                <td>\(token.revokedMs == nil ? revoke("token", token.fingerprint, "API token \(token.label ?? token.fingerprint)") : "")</td></tr>
+                """
+        }.joined()
+        let keys = try await store.serverKeys(logger: logger).map { key in
+            """
+            <tr><td><code>\(key.keyID.prefix(16))…</code></td><td>\(SignInController.escape(key.label ?? ""))</td><td>\(Self.date(key.createdMs))</td>\
+            <td>\(status(key.revokedMs))</td><td>\(key.revokedMs == nil ? revoke("key", key.keyID, "server-to-server key \(key.label ?? key.keyID)") : "")</td></tr>
+            """
+        }.joined()
+        return self.html(
+            "Credentials",
+            """
+            <h1>Credentials</h1>
+            \(notice.map { "<p class=notice role=status>\($0)</p>" } ?? "")
+            <section aria-labelledby=tokens><h2 id=tokens>Container API tokens</h2>
+            <table><caption>Every install of the app sends one (ckAPIToken); only a fingerprint is shown</caption>
+            <thead><tr><th scope=col>Fingerprint</th><th scope=col>Label</th><th scope=col>Created</th><th scope=col>Status</th><th scope=col></th></tr></thead>
+            <tbody>\(tokens)</tbody></table>
+            <form method=post action="/console/credentials"><input type=hidden name=formToken value="\(session.formToken)">
+            <input type=hidden name=action value=create-token><label>Label <input name=label maxlength=100></label><button>Create an API token</button></form>
+            </section>
+            <section aria-labelledby=keys><h2 id=keys>Server-to-server keys</h2>
+            <table><caption>Operators' programs that write the public database (stadiumcloud keys add)</caption>
+            <thead><tr><th scope=col>Key id</th><th scope=col>Label</th><th scope=col>Created</th><th scope=col>Status</th><th scope=col></th></tr></thead>
+            <tbody>\(keys)</tbody></table></section>
+            """, session: session)
+    }
+
+    func changeCredentials(_ session: ConsoleSession, _ form: [String: String], _ logger: Logger) async throws -> Response {
+        let store = self.dependencies.credentials
+        let notice: String
+        switch form["action"] {
+        case "create-token":
+            let label = String((form["label"] ?? "").prefix(100))
+            let token = try await store.createAPIToken(label: label.isEmpty ? nil : label, logger: logger)
+            notice = "New API token (shown this once): <code id=new-token>\(token)</code>"
+        case "revoke-token":
+            let found = try await store.revokeAPIToken(fingerprint: form["token"] ?? "", logger: logger)
+            notice = found ? "API token revoked: no process accepts it after a second." : "No live API token has that fingerprint."
+        case "revoke-key":
+            let found = try await store.revokeServerKey(id: form["key"] ?? "", logger: logger)
+            notice = found ? "Server-to-server key revoked." : "No live key has that id."
+        default:
+            return self.refused("Unknown action.", signIn: false)
+        }
+        logger.notice(
+            "an operator changed credentials in the console", metadata: ["operator": "\(session.account.name)", "action": "\(form["action"] ?? "")"])
+        return try await self.credentials(session, notice: notice, logger)
+    }
+
     // MARK: HTML and HTTP
 
     /// A console page: navigation and sign-out when signed in; never cached, never framed, no scripts from anywhere.
     func html(_ title: String, _ body: String, session: ConsoleSession? = nil) -> Response {
         let navigation = session.map { session in
             """
-            <nav aria-label=Console><a href="/console">Overview</a> <a href="/console/accounts">Accounts</a>
+            <nav aria-label=Console><a href="/console">Overview</a> <a href="/console/accounts">Accounts</a> <a href="/console/credentials">Credentials</a>
             <form method=post action="/console/signout" class=inline><input type=hidden name=formToken value="\(session.formToken)">
             <button>Sign out \(SignInController.escape(session.account.name))</button></form></nav>
             """
@@ -184,7 +266,8 @@ struct ConsoleController: Sendable {
             nav{display:flex;gap:1em;align-items:center;border-bottom:1px solid #767676;padding-bottom:.5em}
             a{color:#0645ad}.inline{display:inline;margin-left:auto}label{display:block;margin:.6em 0}
             table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #767676;padding:.3em .6em;text-align:left}.n{text-align:right}
-            caption{text-align:left;font-weight:600;padding:.3em 0}.error{color:#a00000}dt{font-weight:600}
+            caption{text-align:left;font-weight:600;padding:.3em 0}.error{color:#a00000}dt{font-weight:600}td form{margin:0}
+            .notice{border:1px solid #767676;padding:.5em;word-break:break-all}
             button{font:inherit;padding:.3em .8em}:focus{outline:3px solid #0645ad}
             </style></head><body>\(navigation ?? "")<main>\(body)</main></body></html>
             """

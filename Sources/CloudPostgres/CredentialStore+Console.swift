@@ -84,3 +84,43 @@ extension CredentialStore {
         return found
     }
 }
+
+/// A container API token as the console lists it: never the token, only its fingerprint.
+public struct APITokenInfo: Sendable {
+    /// The first 8 bytes of the token's SHA-256, in hex: enough to tell tokens apart, nothing to use one with.
+    public var fingerprint: String
+    public var label: String?
+    public var createdMs: Int64
+    public var revokedMs: Int64?
+}
+
+extension CredentialStore {
+    /// Every container API token, oldest first.
+    public func apiTokens(logger: Logger) async throws -> [APITokenInfo] {
+        let rows = try await translatingDatabaseErrors {
+            try await self.client.query(
+                """
+                SELECT encode(substring(token_hash FROM 1 FOR 8), 'hex'), label, created_ms, revoked_ms FROM credentials
+                WHERE kind = 'api' ORDER BY created_ms, token_hash
+                """, logger: logger)
+        }
+        var tokens: [APITokenInfo] = []
+        for try await (fingerprint, label, created, revoked) in rows.decode((String, String?, Int64, Int64?).self) {
+            tokens.append(APITokenInfo(fingerprint: fingerprint, label: label, createdMs: created, revokedMs: revoked))
+        }
+        return tokens
+    }
+
+    /// Revokes the live API token with this fingerprint; false when none matched. Every process stops accepting it
+    /// within a second, as with `tokens revoke`.
+    public func revokeAPIToken(fingerprint: String, logger: Logger) async throws -> Bool {
+        let found = try await self.touchesRow(
+            """
+            UPDATE credentials SET revoked_ms = \(self.clock.now)
+            WHERE kind = 'api' AND revoked_ms IS NULL AND encode(substring(token_hash FROM 1 FOR 8), 'hex') = \(fingerprint)
+            RETURNING 1
+            """, logger: logger)
+        self.cache.withLock { $0.removeAll() }
+        return found
+    }
+}

@@ -1,4 +1,5 @@
 import CloudCore
+import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -98,6 +99,40 @@ import Testing
             let again = try #require(try await Self.signIn(server, "ops", password).session)
             time.advance(by: .seconds(15 * 60 + 1))
             #expect(try await Self.request(server, "/console", cookies: ["stadiumcloud_console": again]).status == 303)
+        }
+    }
+
+    /// Credentials: an API token made in the console works at once and stops working when revoked there; a form
+    /// without the session's form token changes nothing.
+    @Test func operatorsCreateAndRevokeAPITokens() async throws {
+        try await TestServer.run { server in
+            let credentials = server.dependencies.credentials
+            let password = "correct horse battery staple"
+            _ = try await credentials.createAccount(name: "ops", password: password, idleMs: 3_600_000, logger: TestDatabase.logger)
+            _ = try await credentials.setOperator(accountName: "ops", true, logger: TestDatabase.logger)
+            let cookies = ["stadiumcloud_console": try #require(try await Self.signIn(server, "ops", password).session)]
+            let page = try await Self.request(server, "/console/credentials", cookies: cookies)
+            #expect(page.status == 200 && page.html.contains("Container API tokens"))
+            let formToken = try #require(page.formToken)
+            let before = try await credentials.apiTokens(logger: TestDatabase.logger).count
+
+            let forged = try await Self.request(server, "/console/credentials", form: ["action": "create-token", "label": "x"], cookies: cookies)
+            #expect(forged.status == 403)
+            #expect(try await credentials.apiTokens(logger: TestDatabase.logger).count == before)
+
+            let created = try await Self.request(
+                server, "/console/credentials", form: ["formToken": formToken, "action": "create-token", "label": "kiosk"], cookies: cookies)
+            let start = try #require(created.html.range(of: "<code id=new-token>"))
+            let token = String(created.html[start.upperBound...].prefix { $0 != "<" })
+            #expect(token.count == 64)
+            #expect(try await server.call("zones/list", database: "public", apiToken: token).status == 200)
+
+            let fingerprint = Data(SHA256.hash(data: Array(token.utf8))).prefix(8).map { String(format: "%02x", $0) }.joined()
+            #expect(created.html.contains(fingerprint) && !created.html.contains("value=\"\(token)\""))
+            let revoked = try await Self.request(
+                server, "/console/credentials", form: ["formToken": formToken, "action": "revoke-token", "token": fingerprint], cookies: cookies)
+            #expect(revoked.html.contains("API token revoked"))
+            #expect(try await server.call("zones/list", database: "public", apiToken: token).status == 401)
         }
     }
 }

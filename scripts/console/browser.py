@@ -120,6 +120,24 @@ try:
         fail(f"the search for 'op' listed {rows}")
     browser.save_screenshot(os.path.join(shots, "accounts.png"))
 
+    step("an API token made in the console works until it is revoked there")
+    browser.find_element(By.LINK_TEXT, "Credentials").click()
+    WebDriverWait(browser, 15).until(lambda b: b.current_url.endswith("/console/credentials"))
+    check_labels(browser, "the credentials page")
+    submitted(browser, browser.find_element(By.NAME, "label"), "browser-test")
+    token = browser.find_element(By.ID, "new-token").text
+    zones = f"/database/1/iCloud.com.sportstime.app/development/public/zones/list?ckAPIToken={token}"
+    if raw(zones)[0] != 200:
+        fail("the new API token does not work")
+    old = browser.find_element(By.TAG_NAME, "html")
+    browser.find_element(By.CSS_SELECTOR, "button[aria-label='Revoke API token browser-test']").click()
+    WebDriverWait(browser, 15).until(lambda b: b.find_element(By.TAG_NAME, "html").id != old.id)
+    if "API token revoked" not in browser.page_source:
+        fail("no confirmation of the revocation")
+    browser.save_screenshot(os.path.join(shots, "credentials.png"))
+    if raw(zones)[0] != 401:
+        fail("the revoked API token still works")
+
     step("a forged sign-out (the session cookie without its form token) is refused")
     cookie = browser.get_cookie("stadiumcloud_console")
     if not cookie or not cookie.get("httpOnly") or cookie.get("sameSite") != "Strict":
