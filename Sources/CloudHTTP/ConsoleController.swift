@@ -33,7 +33,7 @@ struct ConsoleController: Sendable {
             try await self.signedIn(request, context) { session in try await self.credentials(session, notice: nil, context.logger) }
         }
         router.post("console/credentials") { request, context in
-            try await self.posted(request, context) { session, form in try await self.changeCredentials(session, form, context.logger) }
+            try await self.posted(request, context) { signedIn, form in try await self.changeCredentials(signedIn.session, form, context.logger) }
         }
         router.get("console/signin") { _, _ in self.signInPage(error: nil) }
         router.post("console/signin") { request, context in try await self.signIn(request, context) }
@@ -42,11 +42,19 @@ struct ConsoleController: Sendable {
 
     // MARK: sessions
 
-    /// Runs `page` for a signed-in operator; anyone else is sent to the sign-in page.
-    func signedIn(_ request: Request, _ context: BasicRequestContext, _ page: (ConsoleSession) async throws -> Response) async throws -> Response {
+    /// The live session the request's cookie holds, with the cookie's token.
+    func session(of request: Request, _ context: BasicRequestContext) async throws -> (token: String, session: ConsoleSession)? {
         guard let token = Self.cookies(request)[Self.sessionCookie],
             let session = try await self.dependencies.credentials.consoleSession(token: token, idleMs: Self.idleMs, logger: context.logger)
-        else { return Response(status: .seeOther, headers: [.location: "/console/signin", .cacheControl: "no-store"]) }
+        else { return nil }
+        return (token, session)
+    }
+
+    static let toSignIn = Response(status: .seeOther, headers: [.location: "/console/signin", .cacheControl: "no-store"])
+
+    /// Runs `page` for a signed-in operator; anyone else is sent to the sign-in page.
+    func signedIn(_ request: Request, _ context: BasicRequestContext, _ page: (ConsoleSession) async throws -> Response) async throws -> Response {
+        guard let (_, session) = try await self.session(of: request, context) else { return Self.toSignIn }
         return try await page(session)
     }
 
@@ -72,15 +80,13 @@ struct ConsoleController: Sendable {
 
     func signIn(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         var request = request
-        let form = Self.form(try await request.collectBody(upTo: 16 * 1024))
+        let form = SignInController.formFields(try await request.collectBody(upTo: 16 * 1024))
         guard let formToken = form["formToken"], !formToken.isEmpty, formToken == Self.cookies(request)[Self.formCookie] else {
             return self.refused("The form has expired or did not come from this console. Sign in again.", signIn: true)
         }
         let name = form["accountName"] ?? ""
         let password = form["password"] ?? ""
-        let limits = self.configuration.rateLimits
-        try self.limiter.take("signin", limits.signInTotal, what: "server's sign-in page")
-        try self.limiter.take("signin:" + name, limits.signInPerAccount, what: "account's sign-in")
+        try SignInController.throttle(name, self.limiter, self.configuration.rateLimits)
         guard (try? FieldName.validate(name, path: "", what: "")) != nil, password.utf8.count <= PasswordHasher.maximumPasswordLength,
             let (token, session) = try await self.dependencies.credentials.startConsoleSession(
                 accountName: name, password: password, logger: context.logger)
@@ -98,23 +104,20 @@ struct ConsoleController: Sendable {
     /// Runs `action` for a signed-in operator whose form carries the session's form token; a form without it is
     /// refused (403) and changes nothing.
     func posted(
-        _ request: Request, _ context: BasicRequestContext, _ action: (ConsoleSession, [String: String]) async throws -> Response
+        _ request: Request, _ context: BasicRequestContext,
+        _ action: ((token: String, session: ConsoleSession), [String: String]) async throws -> Response
     ) async throws -> Response {
         var request = request
-        let form = Self.form(try await request.collectBody(upTo: 16 * 1024))
-        guard let token = Self.cookies(request)[Self.sessionCookie],
-            let session = try await self.dependencies.credentials.consoleSession(token: token, idleMs: Self.idleMs, logger: context.logger)
-        else { return Response(status: .seeOther, headers: [.location: "/console/signin"]) }
+        let form = SignInController.formFields(try await request.collectBody(upTo: 16 * 1024))
+        guard let (token, session) = try await self.session(of: request, context) else { return Self.toSignIn }
         guard form["formToken"] == session.formToken else { return self.refused("The form did not come from this console.", signIn: false) }
-        return try await action(session, form)
+        return try await action((token, session), form)
     }
 
     func signOut(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
-        try await self.posted(request, context) { _, _ in
-            if let token = Self.cookies(request)[Self.sessionCookie] {
-                try await self.dependencies.credentials.endConsoleSession(token: token, logger: context.logger)
-            }
-            var response = Response(status: .seeOther, headers: [.location: "/console/signin", .cacheControl: "no-store"])
+        try await self.posted(request, context) { signedIn, _ in
+            try await self.dependencies.credentials.endConsoleSession(token: signedIn.token, logger: context.logger)
+            var response = Self.toSignIn
             response.headers[values: .setCookie].append(self.cookie(Self.sessionCookie, "", maxAge: 0))
             return response
         }
@@ -300,16 +303,6 @@ struct ConsoleController: Sendable {
             }
         }
         return cookies
-    }
-
-    /// An `application/x-www-form-urlencoded` body.
-    static func form(_ body: ByteBuffer) -> [String: String] {
-        var fields: [String: String] = [:]
-        for pair in String(decoding: body.readableBytesView, as: UTF8.self).split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1).map { $0.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "" }
-            fields[parts[0]] = parts.count > 1 ? parts[1] : ""
-        }
-        return fields
     }
 
     static func bytes(_ count: Int64) -> String {

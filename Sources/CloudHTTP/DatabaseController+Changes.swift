@@ -41,7 +41,7 @@ extension DatabaseController {
         }
         let owner = call.database.ownerRecordName
         var writer = try self.writer(call)
-        if pages.contains(where: { !((try? $0.page.get())?.records.isEmpty ?? true) }) {
+        if pages.contains(where: { (try? $0.page.get())?.records.isEmpty == false }) {
             writer.unreadableTypes = try await self.unreadableTypes(call)
         }
         writer.object { writer in

@@ -39,9 +39,7 @@ struct SignInController: Sendable {
         var request = request
         let form = try Self.parse(try await request.collectBody(upTo: 64 * 1024), request: request)
         try self.checkCallback(form.callback)
-        let limits = self.configuration.rateLimits
-        try self.limiter.take("signin", limits.signInTotal, what: "server's sign-in page")
-        try self.limiter.take("signin:" + form.accountName, limits.signInPerAccount, what: "account's sign-in")
+        try Self.throttle(form.accountName, self.limiter, self.configuration.rateLimits)
         let auth = self.configuration.auth
         let idleSeconds = form.keepSignedIn ? auth.keepSignedInSeconds : auth.sessionIdleSeconds
         guard form.password.utf8.count <= PasswordHasher.maximumPasswordLength,
@@ -99,23 +97,31 @@ struct SignInController: Sendable {
             form.callback = try object.string("callback")
             form.wantsJSON = true
         } else {
-            for pair in String(decoding: body.readableBytesView, as: UTF8.self).split(separator: "&") {
-                let parts = pair.split(separator: "=", maxSplits: 1).map {
-                    $0.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
-                }
-                let value = parts.count > 1 ? parts[1] : ""
-                switch parts.first {
-                case "accountName": form.accountName = value
-                case "password": form.password = value
-                case "keepSignedIn": form.keepSignedIn = !value.isEmpty
-                case "callback": form.callback = value.isEmpty ? nil : value
-                default: break
-                }
-            }
+            let fields = Self.formFields(body)
+            form.accountName = fields["accountName"] ?? ""
+            form.password = fields["password"] ?? ""
+            form.keepSignedIn = !(fields["keepSignedIn"] ?? "").isEmpty
+            form.callback = fields["callback"].flatMap { $0.isEmpty ? nil : $0 }
         }
         guard !form.accountName.isEmpty, !form.password.isEmpty else { throw CloudError.badRequest("accountName and password are required") }
         try FieldName.validate(form.accountName, path: "signin", what: "accountName")
         return form
+    }
+
+    /// Every sign-in attempt counts against the server's total and the account name's own budget (the console's too).
+    static func throttle(_ accountName: String, _ limiter: RateLimiter, _ limits: RateLimits) throws {
+        try limiter.take("signin", limits.signInTotal, what: "server's sign-in page")
+        try limiter.take("signin:" + accountName, limits.signInPerAccount, what: "account's sign-in")
+    }
+
+    /// An `application/x-www-form-urlencoded` body; a name given twice keeps its last value.
+    static func formFields(_ body: ByteBuffer) -> [String: String] {
+        var fields: [String: String] = [:]
+        for pair in String(decoding: body.readableBytesView, as: UTF8.self).split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map { $0.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "" }
+            fields[parts[0]] = parts.count > 1 ? parts[1] : ""
+        }
+        return fields
     }
 
     static func form(callback: String?, error: String?) -> String {

@@ -1,6 +1,8 @@
 import ArgumentParser
 import CloudCore
+import CloudPostgres
 import Foundation
+import Logging
 
 struct SchemaCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -35,8 +37,7 @@ struct SchemaCommand: AsyncParsableCommand {
             let schema = try readSchema(self.path)
             let scope = SchemaScope(container: self.container, environment: "development")
             let changes = try await Live(self.database).run { live, logger in
-                let records = try await live.stores.records(logger: logger)
-                try await records.adoptGlobalSchema(containers: [self.container], logger: logger)
+                let records = try await schemaStore(live, logger, container: self.container)
                 return try await records.applySchema(schema, to: scope, dryRun: self.dryRun, logger: logger)
             }
             report(changes, to: scope, dryRun: self.dryRun)
@@ -52,8 +53,7 @@ struct SchemaCommand: AsyncParsableCommand {
 
         func run() async throws {
             let changes = try await Live(self.database).run { live, logger in
-                let records = try await live.stores.records(logger: logger)
-                try await records.adoptGlobalSchema(containers: [self.container], logger: logger)
+                let records = try await schemaStore(live, logger, container: self.container)
                 return try await records.deploySchema(container: self.container, dryRun: self.dryRun, logger: logger)
             }
             report(changes, to: SchemaScope(container: self.container, environment: "production"), dryRun: self.dryRun)
@@ -68,8 +68,7 @@ struct SchemaCommand: AsyncParsableCommand {
         func run() async throws {
             let scope = try self.scope.scope
             let schema = try await Live(self.database).run { live, logger in
-                let records = try await live.stores.records(logger: logger)
-                try await records.adoptGlobalSchema(containers: [scope.container], logger: logger)
+                let records = try await schemaStore(live, logger, container: scope.container)
                 return try await records.deployedSchema(in: scope, logger: logger)
             }
             guard let schema else { print("No schema is deployed to \(scope)."); return }
@@ -90,8 +89,7 @@ struct SchemaCommand: AsyncParsableCommand {
             let document = try self.path.map(readSchema)
             let target = try self.path == nil ? SchemaScope(container: self.scope.container, environment: "production") : self.scope.scope
             let changes = try await Live(self.database).run { live, logger in
-                let records = try await live.stores.records(logger: logger)
-                try await records.adoptGlobalSchema(containers: [target.container], logger: logger)
+                let records = try await schemaStore(live, logger, container: target.container)
                 let development = SchemaScope(container: target.container, environment: "development")
                 var proposed = document
                 if proposed == nil { proposed = try await records.deployedSchema(in: development, logger: logger) }
@@ -104,6 +102,14 @@ struct SchemaCommand: AsyncParsableCommand {
             for change in changes.destructive { print("refused (destructive): \(change)") }
         }
     }
+}
+
+/// The record store, with the schema deployed before schemas were per container adopted by `container`'s
+/// environments (as `serve` does at start-up), so every command sees the same schemas the server would.
+private func schemaStore(_ live: Live, _ logger: Logger, container: String) async throws -> RecordStore {
+    let records = try await live.stores.records(logger: logger)
+    try await records.adoptGlobalSchema(containers: [container], logger: logger)
+    return records
 }
 
 private func readSchema(_ path: String) throws -> Schema {
