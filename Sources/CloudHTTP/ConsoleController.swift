@@ -44,7 +44,7 @@ struct ConsoleController: Sendable {
 
     /// The live session the request's cookie holds, with the cookie's token.
     func session(of request: Request, _ context: BasicRequestContext) async throws -> (token: String, session: ConsoleSession)? {
-        guard let token = Self.cookies(request)[Self.sessionCookie],
+        guard let token = request.cookies[Self.sessionCookie]?.value,
             let session = try await self.dependencies.credentials.consoleSession(token: token, idleMs: Self.idleMs, logger: context.logger)
         else { return nil }
         return (token, session)
@@ -81,7 +81,7 @@ struct ConsoleController: Sendable {
     func signIn(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         var request = request
         let form = SignInController.formFields(try await request.collectBody(upTo: 16 * 1024))
-        guard let formToken = form["formToken"], !formToken.isEmpty, formToken == Self.cookies(request)[Self.formCookie] else {
+        guard let formToken = form["formToken"], !formToken.isEmpty, formToken == request.cookies[Self.formCookie]?.value else {
             return self.refused("The form has expired or did not come from this console. Sign in again.", signIn: true)
         }
         let name = form["accountName"] ?? ""
@@ -291,18 +291,6 @@ struct ConsoleController: Sendable {
         if let maxAge { cookie += "; Max-Age=\(maxAge)" }
         if self.configuration.publicBaseURL?.hasPrefix("https://") == true { cookie += "; Secure" }
         return cookie
-    }
-
-    static func cookies(_ request: Request) -> [String: String] {
-        var cookies: [String: String] = [:]
-        for header in request.headers[values: .cookie] {
-            for pair in header.split(separator: ";") {
-                let parts = pair.split(separator: "=", maxSplits: 1)
-                guard parts.count == 2 else { continue }
-                cookies[parts[0].trimmingCharacters(in: .whitespaces)] = String(parts[1]).trimmingCharacters(in: .whitespaces)
-            }
-        }
-        return cookies
     }
 
     static func bytes(_ count: Int64) -> String {
