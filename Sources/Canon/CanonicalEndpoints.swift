@@ -17,7 +17,9 @@ public final class CanonicalEndpoints: Sendable {
     public init(records: RecordStore) { self.records = records }
 
     /// The endpoints, and the checks on visits and achievements written to private databases.
-    public var extensions: ServerExtensions { ServerExtensions(endpoints: self.endpoints, writeRules: self) }
+    public var extensions: ServerExtensions {
+        ServerExtensions(endpoints: self.endpoints, writeRules: self, publicData: CanonicalEditor(records: self.records))
+    }
 
     public var endpoints: [ExtensionEndpoint] {
         [

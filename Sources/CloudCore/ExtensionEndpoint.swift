@@ -1,13 +1,16 @@
 import Logging
 
-/// What a layer above the engine adds to the server: read-only extension endpoints, and rules for writes.
+/// What a layer above the engine adds to the server: read-only extension endpoints, rules for writes, and the
+/// import and edits of public data the operator console offers.
 public struct ServerExtensions: Sendable {
     public var endpoints: [ExtensionEndpoint]
     public var writeRules: (any WriteRules)?
+    public var publicData: (any PublicDataEditor)?
 
-    public init(endpoints: [ExtensionEndpoint] = [], writeRules: (any WriteRules)? = nil) {
+    public init(endpoints: [ExtensionEndpoint] = [], writeRules: (any WriteRules)? = nil, publicData: (any PublicDataEditor)? = nil) {
         self.endpoints = endpoints
         self.writeRules = writeRules
+        self.publicData = publicData
     }
 }
 

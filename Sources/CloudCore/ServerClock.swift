@@ -24,4 +24,5 @@ public struct ServerClock: Sendable {
 extension Duration {
     /// Whole milliseconds, for arithmetic with timestamps.
     public var milliseconds: Int64 { self.components.seconds * 1000 + self.components.attoseconds / 1_000_000_000_000_000 }
+    public var microseconds: Int64 { self.components.seconds * 1_000_000 + self.components.attoseconds / 1_000_000_000_000 }
 }

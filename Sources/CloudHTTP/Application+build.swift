@@ -8,6 +8,9 @@ import Prometheus
 import ServiceLifecycle
 
 /// The live dependencies of a server, built by `ServerDependencies.live` (the one composition root).
+/// This build's version, shown by the console and `stadiumcloud --version`.
+public let serverVersion = "0.20.0"
+
 public struct ServerDependencies: Sendable {
     public var records: RecordStore
     public var credentials: CredentialStore
@@ -42,7 +45,8 @@ public func buildRouter(configuration: ServerConfiguration, dependencies: Server
     >
 {
     let router = Router()
-    router.add(middleware: RequestLogMiddleware())
+    let statistics = RequestStatistics(clock: configuration.clock)
+    router.add(middleware: RequestLogMiddleware(statistics: statistics))
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: CompressionMiddleware())
     router.add(middleware: CloudErrorMiddleware())
@@ -54,7 +58,9 @@ public func buildRouter(configuration: ServerConfiguration, dependencies: Server
     AssetController(store: dependencies.assets, records: dependencies.records, capabilities: capabilities, configuration: configuration).addRoutes(
         to: router)
     SignInController(credentials: dependencies.credentials, configuration: configuration, limiter: limiter).addRoutes(to: router)
-    ConsoleController(dependencies: dependencies, configuration: configuration, limiter: limiter).addRoutes(to: router)
+    ConsoleController(
+        dependencies: dependencies, configuration: configuration, limiter: limiter, statistics: statistics, publicData: extensions.publicData
+    ).addRoutes(to: router)
     DatabaseController(
         records: dependencies.records,
         authenticator: RequestAuthenticator(credentials: dependencies.credentials, configuration: configuration, limiter: limiter),

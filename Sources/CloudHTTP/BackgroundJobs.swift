@@ -17,20 +17,39 @@ struct TombstonePurgeService: Service {
 
     func run() async throws {
         await runPeriodically(every: self.interval) {
-            let cutoff = self.clock.now - self.retention.milliseconds
-            do {
-                // One process purges at a time; the others skip this round.
-                try await self.records.exclusively("tombstone-purge", logger: self.logger) {
-                    let purged = try await self.records.purgeTombstones(olderThanMs: cutoff, logger: self.logger)
-                    try await self.credentials.purgeExpired(signatureWindowMs: self.signatureWindowMs, logger: self.logger)
-                    try await self.records.purgeIdempotentWrites(olderThanMs: self.clock.now - 86_400_000, logger: self.logger)
-                    try await self.records.purgeExpiredCourierTokens(logger: self.logger)
-                    self.logger.info("purged tombstones", metadata: ["records": "\(purged.records)", "zones": "\(purged.zones)"])
-                }
-            } catch {
-                self.logger.error("tombstone purge failed: \(String(reflecting: error))")
+            // One process purges at a time; the others skip this round.
+            await recordedRun(of: "tombstone-purge", records: self.records, clock: self.clock, logger: self.logger) {
+                let cutoff = self.clock.now - self.retention.milliseconds
+                let purged = try await self.records.purgeTombstones(olderThanMs: cutoff, logger: self.logger)
+                try await self.credentials.purgeExpired(signatureWindowMs: self.signatureWindowMs, logger: self.logger)
+                try await self.records.purgeIdempotentWrites(olderThanMs: self.clock.now - 86_400_000, logger: self.logger)
+                try await self.records.purgeExpiredCourierTokens(logger: self.logger)
+                self.logger.info("purged tombstones", metadata: ["records": "\(purged.records)", "zones": "\(purged.zones)"])
+                return "\(purged.records) record and \(purged.zones) zone tombstone(s) older than \(ConsoleFormat.date(cutoff)) purged"
             }
         }
+    }
+}
+
+/// Runs `job` in the one process that holds its lock (the others skip the round) and keeps its outcome as the
+/// job's last run for the console; a failure is logged, and kept without its details.
+func recordedRun(of name: String, records: RecordStore, clock: ServerClock, logger: Logger, _ job: () async throws -> String) async {
+    let started = clock.now
+    var outcome: String?
+    var succeeded = true
+    do {
+        outcome = try await records.exclusively(name, logger: logger) { try await job() }
+    } catch {
+        logger.error("\(name) failed: \(String(reflecting: error))")
+        outcome = "failed: see the server's log"
+        succeeded = false
+    }
+    guard let outcome else { return }
+    do {
+        try await records.recordJobRun(
+            JobRun(job: name, startedMs: started, endedMs: clock.now, outcome: outcome, succeeded: succeeded), logger: logger)
+    } catch {
+        logger.warning("\(name): its run could not be recorded: \(String(reflecting: error))")
     }
 }
 
@@ -57,16 +76,15 @@ struct AssetCollectorService: Service {
 
     func run() async throws {
         await runPeriodically(every: self.configuration.assetCollectionInterval) {
-            do {
-                // One process collects at a time; the others skip this round.
-                try await self.records.exclusively("asset-collector", logger: self.logger) { try await self.collect() }
-            } catch {
-                self.logger.error("asset collection failed: \(String(reflecting: error))")
+            await recordedRun(of: "asset-collector", records: self.records, clock: self.configuration.clock, logger: self.logger) {
+                try await self.collect()
             }
         }
     }
 
-    func collect() async throws {
+    /// Collects once; returns the figures.
+    @discardableResult
+    func collect() async throws -> String {
         let cutoff = self.configuration.clock.now - Int64(self.configuration.unreferencedAssetGraceSeconds) * 1000
         let removed = try await self.records.collectUnreferencedAssets(storedBeforeMs: cutoff, logger: self.logger) { databaseID, checksum in
             try await self.assets.remove(owner: assetOwner(databaseID: databaseID), checksum: checksum)
@@ -80,5 +98,6 @@ struct AssetCollectorService: Service {
             try await self.assets.remove(owner: assetOwner(databaseID: databaseID), checksum: checksum)
         }
         self.logger.info("collected assets", metadata: ["blobs": "\(removed)", "partials": "\(partials)", "orphans": "\(orphans)"])
+        return "\(removed) unreferenced asset(s), \(partials) abandoned partial upload(s) and \(orphans) orphaned blob(s) removed"
     }
 }

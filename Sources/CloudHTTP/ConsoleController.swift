@@ -13,6 +13,10 @@ struct ConsoleController: Sendable {
     let dependencies: ServerDependencies
     let configuration: ServerConfiguration
     let limiter: RateLimiter
+    let statistics: RequestStatistics
+    /// The sports layer's import and edits of public data; without it those pages only read.
+    let publicData: (any PublicDataEditor)?
+    let imports = ConsoleImports()
     let startedMs = Timestamp.now
 
     static let sessionCookie = "stadiumcloud_console"
@@ -21,23 +25,53 @@ struct ConsoleController: Sendable {
     static let idleMs: Int64 = 15 * 60_000
 
     func addRoutes(to router: Router<BasicRequestContext>) {
-        router.get("console") { request, context in
-            try await self.signedIn(request, context) { session in try await self.overview(session, context.logger) }
+        self.page(router, "console") { request, session, logger in try await self.overview(session, logger) }
+        self.page(router, "console/public") { request, session, logger in try await self.publicRecords(request, session, logger) }
+        self.page(router, "console/public/record") { request, session, logger in try await self.publicRecord(request, session, notice: nil, logger) }
+        self.page(router, "console/public/changes") { request, session, logger in try await self.publicChanges(request, session, logger) }
+        self.form(router, "console/public/edit") { request, signedIn, form, logger in try await self.editPublicRecord(signedIn.session, form, logger)
         }
-        router.get("console/accounts") { request, context in
-            try await self.signedIn(request, context) { session in
-                try await self.accounts(session, search: request.uri.queryParameters["q"].map(String.init) ?? "", context.logger)
-            }
+        self.page(router, "console/import") { request, session, logger in try await self.importPage(request, session, logger) }
+        self.form(router, "console/import") { request, signedIn, form, logger in try await self.startImport(signedIn.session, form, logger) }
+        self.page(router, "console/schema") { request, session, logger in
+            try await self.schemaPage(self.scope(of: request), session, proposed: Optional<(text: String, result: String)>.none, logger)
         }
-        router.get("console/credentials") { request, context in
-            try await self.signedIn(request, context) { session in try await self.credentials(session, notice: nil, context.logger) }
+        self.form(router, "console/schema", maxBytes: 1 << 20) { request, signedIn, form, logger in
+            try await self.diffSchema(signedIn.session, form, logger)
         }
-        router.post("console/credentials") { request, context in
-            try await self.posted(request, context) { signedIn, form in try await self.changeCredentials(signedIn.session, form, context.logger) }
+        self.page(router, "console/accounts") { request, session, logger in
+            try await self.accounts(session, search: request.uri.queryParameters["q"].map(String.init) ?? "", notice: nil, logger)
         }
+        self.form(router, "console/accounts") { request, signedIn, form, logger in try await self.changeAccount(signedIn.session, form, logger) }
+        self.page(router, "console/credentials") { request, session, logger in try await self.credentials(session, notice: nil, logger) }
+        self.form(router, "console/credentials") { request, signedIn, form, logger in
+            try await self.changeCredentials(signedIn.session, form, logger)
+        }
+        self.page(router, "console/jobs") { request, session, logger in try await self.jobsPage(session, logger) }
         router.get("console/signin") { _, _ in self.signInPage(error: nil) }
         router.post("console/signin") { request, context in try await self.signIn(request, context) }
         router.post("console/signout") { request, context in try await self.signOut(request, context) }
+    }
+
+    /// A page for signed-in operators (GET).
+    func page(
+        _ router: Router<BasicRequestContext>, _ path: String,
+        _ render: @escaping @Sendable (Request, ConsoleSession, Logger) async throws -> Response
+    ) {
+        router.get(RouterPath(path)) { request, context in
+            try await self.signedIn(request, context) { session in try await render(request, session, context.logger) }
+        }
+    }
+
+    /// A form for signed-in operators (POST), checked for the session's form token.
+    func form(
+        _ router: Router<BasicRequestContext>, _ path: String, maxBytes: Int = 16 * 1024,
+        _ action: @escaping @Sendable (Request, (token: String, session: ConsoleSession), [String: String], Logger) async throws -> Response
+    ) {
+        router.post(RouterPath(path)) { request, context in
+            try await self.posted(request, context, maxBytes: maxBytes) { signedIn, form in try await action(request, signedIn, form, context.logger)
+            }
+        }
     }
 
     // MARK: sessions
@@ -104,11 +138,11 @@ struct ConsoleController: Sendable {
     /// Runs `action` for a signed-in operator whose form carries the session's form token; a form without it is
     /// refused (403) and changes nothing.
     func posted(
-        _ request: Request, _ context: BasicRequestContext,
+        _ request: Request, _ context: BasicRequestContext, maxBytes: Int = 16 * 1024,
         _ action: ((token: String, session: ConsoleSession), [String: String]) async throws -> Response
     ) async throws -> Response {
         var request = request
-        let form = SignInController.formFields(try await request.collectBody(upTo: 16 * 1024))
+        let form = SignInController.formFields(try await request.collectBody(upTo: maxBytes))
         guard let (token, session) = try await self.session(of: request, context) else { return Self.toSignIn }
         guard form["formToken"] == session.formToken else { return self.refused("The form did not come from this console.", signIn: false) }
         return try await action((token, session), form)
@@ -132,138 +166,22 @@ struct ConsoleController: Sendable {
         return response
     }
 
-    // MARK: pages
-
-    func overview(_ session: ConsoleSession, _ logger: Logger) async throws -> Response {
-        let statistics = try await self.dependencies.records.statistics(logger: logger)
-        let outage = self.dependencies.records.databaseOutage
-        let uptime = (Timestamp.now - self.startedMs) / 1000
-        let records = statistics.records.map { row in
-            "<tr><td>\(row.scope)</td><td>\(SignInController.escape(row.recordType))</td><td class=n>\(row.count)</td></tr>"
-        }.joined()
-        let storage = statistics.topStorage.map { row in
-            "<tr><td>\(SignInController.escape(row.account))</td><td class=n>\(Self.bytes(row.bytes))</td></tr>"
-        }.joined()
-        return self.html(
-            "Overview",
-            """
-            <h1>Overview</h1>
-            <section aria-labelledby=health><h2 id=health>Health</h2><dl>
-            <dt>Readiness</dt><dd>\(outage.map { "PostgreSQL does not answer: \(SignInController.escape($0.reason))" } ?? "ready")</dd>
-            <dt>Uptime</dt><dd>\(uptime / 3600) h \(uptime % 3600 / 60) min</dd>
-            <dt>Migrations</dt><dd>\(self.dependencies.migrations.count), all applied (the server does not start otherwise)</dd>
-            <dt>Containers</dt><dd>\(self.configuration.containers.sorted().map(SignInController.escape).joined(separator: ", "))</dd>
-            </dl></section>
-            <section aria-labelledby=storage><h2 id=storage>Storage</h2><dl>
-            <dt>Database</dt><dd>\(Self.bytes(statistics.databaseBytes))</dd>
-            <dt>Assets</dt><dd>\(Self.bytes(statistics.assetBytes)), quota \(Self.bytes(self.configuration.accountQuotaBytes)) per account</dd>
-            </dl>
-            <table><caption>Top accounts by asset storage</caption><thead><tr><th scope=col>Account</th><th scope=col>Assets</th></tr></thead>
-            <tbody>\(storage)</tbody></table></section>
-            <section aria-labelledby=records><h2 id=records>Records</h2>
-            <table><caption>Live records by database and type (private data only as counts)</caption>
-            <thead><tr><th scope=col>Database</th><th scope=col>Type</th><th scope=col>Records</th></tr></thead><tbody>\(records)</tbody></table>
-            </section>
-            """, session: session)
-    }
-
-    func accounts(_ session: ConsoleSession, search: String, _ logger: Logger) async throws -> Response {
-        let found = try await self.dependencies.credentials.accounts(matching: search, logger: logger)
-        let rows = found.map { account in
-            """
-            <tr><td>\(SignInController.escape(account.name))</td><td>\(Self.date(account.createdMs))</td>\
-            <td>\(account.isOperator ? "operator" : "person")</td><td>\(account.hasPassword ? "yes" : "no")</td></tr>
-            """
-        }.joined()
-        return self.html(
-            "Accounts",
-            """
-            <h1>Accounts</h1>
-            <form method=get action="/console/accounts" role=search><label>Name contains <input name=q value="\(SignInController.escape(search))"></label>
-            <button>Search</button></form>
-            <table><caption>\(found.count) account(s)\(found.count == 100 ? " (the first 100)" : "")</caption>
-            <thead><tr><th scope=col>Name</th><th scope=col>Created</th><th scope=col>Role</th><th scope=col>Password</th></tr></thead>
-            <tbody>\(rows)</tbody></table>
-            """, session: session)
-    }
-
-    func credentials(_ session: ConsoleSession, notice: String?, _ logger: Logger) async throws -> Response {
-        let store = self.dependencies.credentials
-        func status(_ revokedMs: Int64?) -> String { revokedMs.map { "revoked \(Self.date($0))" } ?? "active" }
-        func revoke(_ field: String, _ value: String, _ what: String) -> String {
-            """
-            <form method=post action="/console/credentials"><input type=hidden name=formToken value="\(session.formToken)">\
-            <input type=hidden name=action value=revoke-\(field)><input type=hidden name=\(field) value="\(value)">\
-            <button aria-label="Revoke \(what)">Revoke</button></form>
-            """
-        }
-        let tokens = try await store.apiTokens(logger: logger).map { token in
-            let label = SignInController.escape(token.label ?? "")
-            return """
-                <tr><td><code>\(token.fingerprint)</code></td><td>\(label)</td><td>\(Self.date(token.createdMs))</td><td>\(status(token.revokedMs))</td>\
-                <td>\(token.revokedMs == nil ? revoke("token", token.fingerprint, "API token \(token.label ?? token.fingerprint)") : "")</td></tr>
-                """
-        }.joined()
-        let keys = try await store.serverKeys(logger: logger).map { key in
-            """
-            <tr><td><code>\(key.keyID.prefix(16))…</code></td><td>\(SignInController.escape(key.label ?? ""))</td><td>\(Self.date(key.createdMs))</td>\
-            <td>\(status(key.revokedMs))</td><td>\(key.revokedMs == nil ? revoke("key", key.keyID, "server-to-server key \(key.label ?? key.keyID)") : "")</td></tr>
-            """
-        }.joined()
-        return self.html(
-            "Credentials",
-            """
-            <h1>Credentials</h1>
-            \(notice.map { "<p class=notice role=status>\($0)</p>" } ?? "")
-            <section aria-labelledby=tokens><h2 id=tokens>Container API tokens</h2>
-            <table><caption>Every install of the app sends one (ckAPIToken); only a fingerprint is shown</caption>
-            <thead><tr><th scope=col>Fingerprint</th><th scope=col>Label</th><th scope=col>Created</th><th scope=col>Status</th><th scope=col></th></tr></thead>
-            <tbody>\(tokens)</tbody></table>
-            <form method=post action="/console/credentials"><input type=hidden name=formToken value="\(session.formToken)">
-            <input type=hidden name=action value=create-token><label>Label <input name=label maxlength=100></label><button>Create an API token</button></form>
-            </section>
-            <section aria-labelledby=keys><h2 id=keys>Server-to-server keys</h2>
-            <table><caption>Operators' programs that write the public database (stadiumcloud keys add)</caption>
-            <thead><tr><th scope=col>Key id</th><th scope=col>Label</th><th scope=col>Created</th><th scope=col>Status</th><th scope=col></th></tr></thead>
-            <tbody>\(keys)</tbody></table></section>
-            """, session: session)
-    }
-
-    func changeCredentials(_ session: ConsoleSession, _ form: [String: String], _ logger: Logger) async throws -> Response {
-        let store = self.dependencies.credentials
-        let notice: String
-        switch form["action"] {
-        case "create-token":
-            let label = String((form["label"] ?? "").prefix(100))
-            let token = try await store.createAPIToken(label: label.isEmpty ? nil : label, logger: logger)
-            notice = "New API token (shown this once): <code id=new-token>\(token)</code>"
-        case "revoke-token":
-            let found = try await store.revokeAPIToken(fingerprint: form["token"] ?? "", logger: logger)
-            notice = found ? "API token revoked: no process accepts it after a second." : "No live API token has that fingerprint."
-        case "revoke-key":
-            let found = try await store.revokeServerKey(id: form["key"] ?? "", logger: logger)
-            notice = found ? "Server-to-server key revoked." : "No live key has that id."
-        default:
-            return self.refused("Unknown action.", signIn: false)
-        }
-        logger.notice(
-            "an operator changed credentials in the console", metadata: ["operator": "\(session.account.name)", "action": "\(form["action"] ?? "")"])
-        return try await self.credentials(session, notice: notice, logger)
-    }
-
     // MARK: HTML and HTTP
 
     /// A console page: navigation and sign-out when signed in; never cached, never framed, no scripts from anywhere.
-    func html(_ title: String, _ body: String, session: ConsoleSession? = nil) -> Response {
+    func html(_ title: String, _ body: String, session: ConsoleSession? = nil, refreshSeconds: Int? = nil) -> Response {
         let navigation = session.map { session in
             """
-            <nav aria-label=Console><a href="/console">Overview</a> <a href="/console/accounts">Accounts</a> <a href="/console/credentials">Credentials</a>
+            <nav aria-label=Console><a href="/console">Overview</a> <a href="/console/public">Public data</a> <a href="/console/import">Import</a>
+            <a href="/console/schema">Schema</a> <a href="/console/accounts">Accounts</a> <a href="/console/credentials">Credentials</a>
+            <a href="/console/jobs">Jobs</a>
             <form method=post action="/console/signout" class=inline><input type=hidden name=formToken value="\(session.formToken)">
             <button>Sign out \(SignInController.escape(session.account.name))</button></form></nav>
             """
         }
         let page = """
             <!doctype html><html lang=en><head><meta charset=utf-8><meta name=viewport content="width=device-width">
+            \(refreshSeconds.map { "<meta http-equiv=refresh content=\($0)>" } ?? "")
             <title>\(title) · StadiumCloud console</title><style>
             body{font:16px system-ui;max-width:60em;margin:2em auto;padding:0 1em;color:#111;background:#fff}
             nav{display:flex;gap:1em;align-items:center;border-bottom:1px solid #767676;padding-bottom:.5em}
@@ -271,7 +189,9 @@ struct ConsoleController: Sendable {
             table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #767676;padding:.3em .6em;text-align:left}.n{text-align:right}
             caption{text-align:left;font-weight:600;padding:.3em 0}.error{color:#a00000}dt{font-weight:600}td form{margin:0}
             .notice{border:1px solid #767676;padding:.5em;word-break:break-all}
-            button{font:inherit;padding:.3em .8em}:focus{outline:3px solid #0645ad}
+            button{font:inherit;padding:.3em .8em}:focus{outline:3px solid #0645ad}input,select,textarea{font:inherit}
+            .row{display:flex;gap:1em;align-items:end;flex-wrap:wrap}.row label{margin:.3em 0}progress{width:100%;height:1.5em}
+            pre{background:#f4f4f4;padding:.5em;overflow:auto;max-height:30em}textarea{width:100%}
             </style></head><body>\(navigation ?? "")<main>\(body)</main></body></html>
             """
         return Response(
@@ -292,7 +212,10 @@ struct ConsoleController: Sendable {
         if self.configuration.publicBaseURL?.hasPrefix("https://") == true { cookie += "; Secure" }
         return cookie
     }
+}
 
+/// How console pages and job outcomes write sizes, dates and text.
+enum ConsoleFormat {
     static func bytes(_ count: Int64) -> String {
         count < 1 << 20 ? "\(count / 1024) KiB" : String(format: "%.1f MiB", Double(count) / Double(1 << 20))
     }
@@ -300,4 +223,11 @@ struct ConsoleController: Sendable {
     static func date(_ ms: Int64) -> String {
         Date(timeIntervalSince1970: Double(ms) / 1000).formatted(.iso8601.year().month().day())
     }
+
+    static func dateTime(_ ms: Int64) -> String {
+        Date(timeIntervalSince1970: Double(ms) / 1000).formatted(.iso8601.year().month().day().time(includingFractionalSeconds: false)) + " UTC"
+    }
+
+    /// `text` safe inside HTML text and double-quoted attributes.
+    static func escape(_ text: String) -> String { SignInController.escape(text) }
 }

@@ -83,6 +83,28 @@ extension CredentialStore {
         }
         return found
     }
+
+    /// Ends every web auth session of an account (all its devices sign in again); the number ended, or nil when no
+    /// account has that name. Other processes stop accepting the sessions within a second.
+    public func endSessions(accountName: String, logger: Logger) async throws -> Int? {
+        let now = self.clock.now
+        let ended = try await self.client.transaction(logger: logger) { connection -> [Int64]? in
+            guard
+                let account = try await connection.query("SELECT id FROM accounts WHERE name = \(accountName)", logger: logger).decode(
+                    Int64.self
+                ).all().first
+            else { return nil }
+            try await connection.query(
+                "UPDATE credentials SET revoked_ms = \(now) WHERE kind = 'web_auth' AND account_id = \(account) AND revoked_ms IS NULL",
+                logger: logger)
+            return try await connection.query(
+                "UPDATE auth_sessions SET revoked_ms = \(now) WHERE account_id = \(account) AND revoked_ms IS NULL RETURNING id", logger: logger
+            ).decode(Int64.self).all()
+        }
+        for session in ended ?? [] { self.sessions.forget(session) }
+        self.cache.withLock { $0.removeAll() }
+        return ended?.count
+    }
 }
 
 /// A container API token as the console lists it: never the token, only its fingerprint.
@@ -92,6 +114,8 @@ public struct APITokenInfo: Sendable {
     public var label: String?
     public var createdMs: Int64
     public var revokedMs: Int64?
+    /// When a request last used it (noted at most once a minute).
+    public var lastUsedMs: Int64?
 }
 
 extension CredentialStore {
@@ -100,13 +124,13 @@ extension CredentialStore {
         let rows = try await translatingDatabaseErrors {
             try await self.client.query(
                 """
-                SELECT encode(substring(token_hash FROM 1 FOR 8), 'hex'), label, created_ms, revoked_ms FROM credentials
+                SELECT encode(substring(token_hash FROM 1 FOR 8), 'hex'), label, created_ms, revoked_ms, last_used_ms FROM credentials
                 WHERE kind = 'api' ORDER BY created_ms, token_hash
                 """, logger: logger)
         }
         var tokens: [APITokenInfo] = []
-        for try await (fingerprint, label, created, revoked) in rows.decode((String, String?, Int64, Int64?).self) {
-            tokens.append(APITokenInfo(fingerprint: fingerprint, label: label, createdMs: created, revokedMs: revoked))
+        for try await (fingerprint, label, created, revoked, used) in rows.decode((String, String?, Int64, Int64?, Int64?).self) {
+            tokens.append(APITokenInfo(fingerprint: fingerprint, label: label, createdMs: created, revokedMs: revoked, lastUsedMs: used))
         }
         return tokens
     }

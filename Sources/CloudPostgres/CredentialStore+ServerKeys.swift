@@ -27,8 +27,15 @@ extension CredentialStore {
     /// The public key of a live server-to-server key id, or `nil`.
     public func serverKey(id keyID: String, logger: Logger) async throws -> P256.Signing.PublicKey? {
         let value = try await self.cached(Data(("key:" + keyID).utf8)) { _ in
+            // The lookup also notes the key's last use, at most once a minute (the console shows it).
+            let now = self.clock.now
             let rows = try await self.client.query(
-                "SELECT public_key FROM server_keys WHERE key_id = \(keyID) AND revoked_ms IS NULL", logger: logger)
+                """
+                WITH used AS (
+                    UPDATE server_keys SET last_used_ms = \(now) WHERE key_id = \(keyID) AND revoked_ms IS NULL
+                    AND coalesce(last_used_ms, 0) < \(now - 60_000))
+                SELECT public_key FROM server_keys WHERE key_id = \(keyID) AND revoked_ms IS NULL
+                """, logger: logger)
             for try await bytes in rows.decode(Data.self) {
                 if let key = try? P256.Signing.PublicKey(x963Representation: bytes) { return .serverKey(key) }
             }
@@ -47,11 +54,12 @@ extension CredentialStore {
 
     public func serverKeys(logger: Logger) async throws -> [ServerKeyInfo] {
         let rows = try await translatingDatabaseErrors {
-            try await self.client.query("SELECT key_id, label, created_ms, revoked_ms FROM server_keys ORDER BY created_ms", logger: logger)
+            try await self.client.query(
+                "SELECT key_id, label, created_ms, revoked_ms, last_used_ms FROM server_keys ORDER BY created_ms", logger: logger)
         }
         var keys: [ServerKeyInfo] = []
-        for try await (id, label, created, revoked) in rows.decode((String, String?, Int64, Int64?).self) {
-            keys.append(ServerKeyInfo(keyID: id, label: label, createdMs: created, revokedMs: revoked))
+        for try await (id, label, created, revoked, used) in rows.decode((String, String?, Int64, Int64?, Int64?).self) {
+            keys.append(ServerKeyInfo(keyID: id, label: label, createdMs: created, revokedMs: revoked, lastUsedMs: used))
         }
         return keys
     }

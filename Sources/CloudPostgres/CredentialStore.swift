@@ -20,6 +20,8 @@ public struct ServerKeyInfo: Sendable {
     public var label: String?
     public var createdMs: Int64
     public var revokedMs: Int64?
+    /// When a request last used it (noted at most once a minute).
+    public var lastUsedMs: Int64?
 }
 
 /// Accounts, passwords, container API tokens, web auth sessions and server-to-server keys. Secrets are stored
@@ -195,8 +197,13 @@ public final class CredentialStore: Sendable {
 
     func resolve(_ token: String, logger: Logger) async throws -> CachedCredential {
         try await self.cached(Self.hash(token)) { hash in
+            // The lookup also notes an API token's last use, at most once a minute (the console shows it).
+            let now = self.clock.now
             let rows = try await self.client.query(
                 """
+                WITH used AS (
+                    UPDATE credentials SET last_used_ms = \(now) WHERE token_hash = \(hash) AND kind = 'api' AND revoked_ms IS NULL
+                    AND coalesce(last_used_ms, 0) < \(now - 60_000))
                 SELECT c.kind, c.session_id, c.expires_ms, c.retired_ms FROM credentials c
                 WHERE c.token_hash = \(hash) AND c.revoked_ms IS NULL
                 """, logger: logger)

@@ -44,3 +44,12 @@ struct SQLBuilder {
 
     var query: PostgresQuery { PostgresQuery(unsafeSQL: self.sql, binds: self.binds) }
 }
+
+extension AsyncSequence {
+    /// Every element, in order (a query's decoded rows).
+    func all() async throws -> [Element] {
+        var elements: [Element] = []
+        for try await element in self { elements.append(element) }
+        return elements
+    }
+}

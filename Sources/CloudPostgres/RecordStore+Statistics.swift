@@ -39,3 +39,45 @@ extension RecordStore {
         }
     }
 }
+
+/// The last run of a background job, as the console's jobs page shows it.
+public struct JobRun: Sendable, Equatable {
+    public var job: String
+    public var startedMs: Int64
+    public var endedMs: Int64
+    /// The run's figures, or why it failed.
+    public var outcome: String
+    public var succeeded: Bool
+
+    public init(job: String, startedMs: Int64, endedMs: Int64, outcome: String, succeeded: Bool) {
+        self.job = job
+        self.startedMs = startedMs
+        self.endedMs = endedMs
+        self.outcome = outcome
+        self.succeeded = succeeded
+    }
+}
+
+extension RecordStore {
+    /// Keeps `run` as its job's last run (whichever process ran it).
+    public func recordJobRun(_ run: JobRun, logger: Logger) async throws {
+        try await self.client.transaction(logger: logger) { connection in
+            try await connection.query(
+                """
+                INSERT INTO job_runs (job, started_ms, ended_ms, outcome, succeeded)
+                VALUES (\(run.job), \(run.startedMs), \(run.endedMs), \(run.outcome), \(run.succeeded))
+                ON CONFLICT (job) DO UPDATE SET started_ms = excluded.started_ms, ended_ms = excluded.ended_ms, outcome = excluded.outcome,
+                succeeded = excluded.succeeded
+                """, logger: logger)
+        }
+    }
+
+    /// The last run of each job, by job.
+    public func jobRuns(logger: Logger) async throws -> [JobRun] {
+        try await self.client.reading { connection in
+            try await connection.query("SELECT job, started_ms, ended_ms, outcome, succeeded FROM job_runs ORDER BY job", logger: logger).decode(
+                (String, Int64, Int64, String, Bool).self
+            ).all().map { JobRun(job: $0.0, startedMs: $0.1, endedMs: $0.2, outcome: $0.3, succeeded: $0.4) }
+        }
+    }
+}

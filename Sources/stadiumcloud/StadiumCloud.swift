@@ -1,4 +1,5 @@
 import ArgumentParser
+import CloudHTTP
 import CloudPostgres
 import Foundation
 import Logging
@@ -7,7 +8,7 @@ import Logging
 struct StadiumCloud: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stadiumcloud",
-        abstract: "A CloudKit Web Services-compatible sync server on PostgreSQL.",
+        abstract: "A CloudKit Web Services-compatible sync server on PostgreSQL.", version: serverVersion,
         subcommands: [
             Serve.self, Migrate.self, SchemaCommand.self, Import.self, Accounts.self, Tokens.self, Keys.self, Tombstones.self, Records.self,
         ])

@@ -1,4 +1,7 @@
+import Canon
 import CloudCore
+@testable import CloudHTTP
+import CloudPostgres
 import Crypto
 import Foundation
 import HTTPTypes
@@ -133,6 +136,175 @@ import Testing
                 server, "/console/credentials", form: ["formToken": formToken, "action": "revoke-token", "token": fingerprint], cookies: cookies)
             #expect(revoked.html.contains("API token revoked"))
             #expect(try await server.call("zones/list", database: "public", apiToken: token).status == 401)
+        }
+    }
+
+    static let password = "correct horse battery staple"
+
+    /// Makes the operator `ops` and signs in; answers the session cookie.
+    static func signedInOperator(_ server: TestServer) async throws -> [String: String] {
+        let credentials = server.dependencies.credentials
+        _ = try await credentials.createAccount(name: "ops", password: Self.password, idleMs: 3_600_000, logger: TestDatabase.logger)
+        _ = try await credentials.setOperator(accountName: "ops", true, logger: TestDatabase.logger)
+        return ["stadiumcloud_console": try #require(try await Self.signIn(server, "ops", Self.password).session)]
+    }
+
+    /// The import page once no import runs (bounded: an import of the test dataset takes about a second).
+    static func finishedImport(_ server: TestServer, _ cookies: [String: String]) async throws -> Page {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(60)
+        while true {
+            let page = try await Self.request(server, "/console/import", cookies: cookies)
+            if !page.html.contains("<progress id=progress") { return page }
+            guard clock.now < deadline else { throw WaitedTooLong(description: "the console's import did not end in 60 s") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    static func field(_ server: TestServer, _ recordName: String, _ field: String) async throws -> FieldValue? {
+        try await server.dependencies.records.publicRecord(
+            in: TestServer.development, zone: defaultZoneName, recordName: recordName, logger: TestDatabase.logger)?.record.fields[field]
+    }
+
+    /// Public data: find Oracle Park with its aliases, rename it through the merge (previewed, then applied; the
+    /// old name's alias is dated), refused edits change nothing, the change log shows the edit, and a dataset
+    /// folder is imported after a dry run that wrote nothing.
+    @Test func operatorsFindEditAndImportPublicData() async throws {
+        try await TestServer.runImported(try CanonicalFixtures.dataset.get()) { server in
+            let cookies = try await Self.signedInOperator(server)
+            let oracle = "stadium_mlb_oracle_park"
+            let found = try await Self.request(server, "/console/public?type=Stadium&q=oracle", cookies: cookies)
+            #expect(found.status == 200 && found.html.contains(oracle) && found.html.contains("<td>Oracle Park</td>"))
+            let page = try await Self.request(server, "/console/public/record?zone=_defaultZone&name=\(oracle)", cookies: cookies)
+            #expect(page.html.contains("Pacific Bell Park") && page.html.contains("stadium_alias_mlb_oracle_park_4"))
+            let formToken = try #require(page.formToken)
+
+            var edit = [
+                "container": "iCloud.com.sportstime.test", "environment": "development", "zone": defaultZoneName, "name": oracle, "field": "name",
+                "value": "Test Bay Ballpark", "action": "apply",
+            ]
+            #expect(try await Self.request(server, "/console/public/edit", form: edit, cookies: cookies).status == 403)
+            edit["formToken"] = formToken
+            edit["action"] = "preview"
+            let preview = try await Self.request(server, "/console/public/edit", form: edit, cookies: cookies)
+            #expect(preview.html.contains("~ Stadium \(oracle): name"), "\(preview.html)")
+            #expect(preview.html.contains("~ StadiumAlias stadium_alias_mlb_oracle_park_4: validUntil"))
+            #expect(try await Self.field(server, oracle, "name") == FieldValue(type: .string, value: .string("Oracle Park")))
+            edit["action"] = "apply"
+            let applied = try await Self.request(server, "/console/public/edit", form: edit, cookies: cookies)
+            #expect(applied.html.contains("Applied:"))
+            #expect(try await Self.field(server, oracle, "name") == FieldValue(type: .string, value: .string("Test Bay Ballpark")))
+            #expect(try await Self.field(server, "stadium_alias_mlb_oracle_park_4", "validUntil") != nil)
+
+            for (field, value, reason) in [("canonicalId", "x", "not a system field"), ("capacity", "many", "whole number")] {
+                let refused = try await Self.request(
+                    server, "/console/public/edit", form: edit.merging(["field": field, "value": value]) { $1 }, cookies: cookies)
+                #expect(refused.html.contains("Refused") && refused.html.contains(reason), "\(field)")
+            }
+            #expect(try await Self.field(server, oracle, "capacity") == FieldValue(type: .int64, value: .int(41_331)))
+            let log = try await Self.request(server, "/console/public/changes", cookies: cookies)
+            #expect(log.html.contains("console ops") && log.html.contains(oracle))
+
+            // A dataset folder where Oracle Park has 41,000 seats (and its own name again).
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("console-import-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let source = CanonicalFixtures.root.appendingPathComponent("Resources/canonical")
+            for file in try FileManager.default.contentsOfDirectory(atPath: source.path) where file.hasSuffix(".json") {
+                var text = try String(contentsOf: source.appendingPathComponent(file), encoding: .utf8)
+                if file == "stadiums.json" {
+                    text = text.replacingOccurrences(of: "\"capacity\": 41331", with: "\"capacity\": 41000")
+                }
+                try text.write(to: folder.appendingPathComponent(file), atomically: true, encoding: .utf8)
+            }
+            var form = ["formToken": formToken, "action": "dry-run", "path": folder.path, "environment": "development"]
+            #expect(try await Self.request(server, "/console/import", form: form, cookies: cookies).status == 303)
+            let dryRun = try await Self.finishedImport(server, cookies)
+            #expect(dryRun.html.contains("~ Stadium \(oracle): capacity, name") && dryRun.html.contains("wrote nothing"), "\(dryRun.html)")
+            #expect(dryRun.html.contains("keeps the old name &quot;Test Bay Ballpark&quot;"))
+            #expect(try await Self.field(server, oracle, "capacity") == FieldValue(type: .int64, value: .int(41_331)))
+            form["action"] = "apply"
+            #expect(try await Self.request(server, "/console/import", form: form, cookies: cookies).status == 303)
+            #expect(try await Self.finishedImport(server, cookies).html.contains("Applied"))
+            #expect(try await Self.field(server, oracle, "capacity") == FieldValue(type: .int64, value: .int(41_000)))
+
+            form["path"] = folder.path + "/missing"
+            _ = try await Self.request(server, "/console/import", form: form, cookies: cookies)
+            let refused = try await Self.finishedImport(server, cookies)
+            #expect(refused.html.contains("Refused, nothing was written") && refused.html.contains("cannot read"))
+        }
+    }
+
+    /// Accounts: created in the console (password rules hold), a password set, every session of a person ended.
+    @Test func operatorsCreateAccountsSetPasswordsAndEndSessions() async throws {
+        try await TestServer.run { server in
+            let cookies = try await Self.signedInOperator(server)
+            let formToken = try #require(try await Self.request(server, "/console/accounts", cookies: cookies).formToken)
+            let short = try await Self.request(
+                server, "/console/accounts", form: ["formToken": formToken, "action": "create", "name": "carol", "password": "short"],
+                cookies: cookies)
+            #expect(short.html.contains("class=error") && !short.html.contains("<td>carol</td>"))
+            let created = try await Self.request(
+                server, "/console/accounts", form: ["formToken": formToken, "action": "create", "name": "carol", "password": Self.password],
+                cookies: cookies)
+            #expect(created.html.contains("Account carol created") && created.html.contains("<td>carol</td>"))
+            let again = try await Self.request(
+                server, "/console/accounts", form: ["formToken": formToken, "action": "create", "name": "carol", "password": Self.password],
+                cookies: cookies)
+            #expect(again.html.contains("already exists"))
+
+            #expect(try await server.call("users/caller", as: server.alice).status == 200)
+            let ended = try await Self.request(
+                server, "/console/accounts", form: ["formToken": formToken, "action": "end-sessions", "name": "alice"], cookies: cookies)
+            #expect(ended.html.contains("1 session(s) of alice ended"), "\(ended.html)")
+            #expect(try await server.call("users/caller", as: server.alice).status == 421)
+            let password = try await Self.request(
+                server, "/console/accounts", form: ["formToken": formToken, "action": "password", "name": "alice", "password": Self.password],
+                cookies: cookies)
+            #expect(password.html.contains("The password of alice is set"))
+            #expect(
+                try await server.dependencies.credentials.signIn(
+                    accountName: "alice", password: Self.password, idleMs: 60_000, logger: TestDatabase.logger) != nil)
+        }
+    }
+
+    /// Schema, jobs, credentials' last use and the overview's traffic.
+    @Test func schemaJobsLastUseAndTrafficAreShown() async throws {
+        try await TestServer.run { server in
+            try await server.dependencies.records.applySchema(
+                try CanonicalFixtures.schema.get(), to: TestServer.development, logger: TestDatabase.logger)
+            let cookies = try await Self.signedInOperator(server)
+            let schema = try await Self.request(server, "/console/schema", cookies: cookies)
+            #expect(schema.html.contains("<th scope=row>Stadium</th>") && schema.html.contains("canonicalId</code> STRING, immutable"))
+            #expect(schema.html.contains("name (sortable)"))
+            var proposed = try CanonicalFixtures.schema.get()
+            proposed.recordTypes["Stadium"]?.fields.removeValue(forKey: "capacity")
+            proposed.recordTypes["Stadium"]?.fields["roof"] = FieldSchema(type: .string)
+            let text = String(decoding: try JSONEncoder().encode(proposed), as: UTF8.self)
+            let diff = try await Self.request(
+                server, "/console/schema", form: ["formToken": try #require(schema.formToken), "schema": text, "environment": "development"],
+                cookies: cookies)
+            #expect(diff.html.contains("field Stadium.roof") && diff.html.contains("field Stadium.capacity would be removed"), "\(diff.html)")
+            let unreadable = try await Self.request(
+                server, "/console/schema", form: ["formToken": try #require(schema.formToken), "schema": "{"], cookies: cookies)
+            #expect(unreadable.html.contains("cannot be read"))
+
+            let configuration = ServerConfiguration()
+            await recordedRun(of: "tombstone-purge", records: server.dependencies.records, clock: configuration.clock, logger: TestDatabase.logger) {
+                "3 record and 0 zone tombstone(s) purged"
+            }
+            await recordedRun(of: "asset-collector", records: server.dependencies.records, clock: configuration.clock, logger: TestDatabase.logger) {
+                throw CloudError.badRequest("secret detail")
+            }
+            let jobs = try await Self.request(server, "/console/jobs", cookies: cookies)
+            #expect(jobs.html.contains("3 record and 0 zone tombstone(s) purged") && jobs.html.contains("failed: see the server"))
+            #expect(!jobs.html.contains("secret detail") && jobs.html.contains("Tombstone purge horizon"))
+
+            #expect(try await server.call("zones/list", database: "public").status == 200)
+            let credentials = try await Self.request(server, "/console/credentials", cookies: cookies)
+            #expect(credentials.html.contains(" UTC</td><td>active"), "the test's API token was used")
+            let overview = try await Self.request(server, "/console", cookies: cookies)
+            #expect(overview.html.contains("<td>zones</td>") && overview.html.contains("<svg"))
         }
     }
 }
