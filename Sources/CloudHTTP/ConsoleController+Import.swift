@@ -117,7 +117,7 @@ extension ConsoleController {
                 <form method=post action="/console/import">\(self.formToken(session))<input type=hidden name=path value="\(ConsoleFormat.escape(job.path))">
                 <input type=hidden name=container value="\(ConsoleFormat.escape(job.scope.container))">\
                 <input type=hidden name=environment value="\(ConsoleFormat.escape(job.scope.environment))">
-                <button name=action value=apply>Apply these \(changes.lines.count) changes</button></form>
+                <button name=action value=apply>Apply \(changes.lines.count == 1 ? "this change" : "these \(changes.lines.count) changes")</button></form>
                 """
         }
         let summary =

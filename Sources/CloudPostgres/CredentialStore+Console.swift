@@ -23,7 +23,7 @@ extension CredentialStore {
         else { return nil }
         let token = Base64URL.encode(Self.randomBytes(32))
         let formToken = Base64URL.encode(Self.randomBytes(24))
-        try await translatingDatabaseErrors {
+        _ = try await translatingDatabaseErrors {
             try await self.client.query(
                 """
                 INSERT INTO console_sessions (token_hash, account_id, csrf, used_ms)
@@ -53,7 +53,7 @@ extension CredentialStore {
 
     /// Ends a console session (signing out); idle ones go with `purgeExpired`.
     public func endConsoleSession(token: String, logger: Logger) async throws {
-        try await translatingDatabaseErrors {
+        _ = try await translatingDatabaseErrors {
             try await self.client.query("DELETE FROM console_sessions WHERE token_hash = \(Self.hash(token))", logger: logger)
         }
     }

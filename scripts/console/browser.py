@@ -9,7 +9,7 @@ import urllib.request
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 base, shots = sys.argv[1], sys.argv[2]
 password = os.environ["CONSOLE_PASSWORD"]
@@ -53,6 +53,44 @@ def sign_in(browser, name, secret):
     browser.get(base + "/console/signin")
     browser.find_element(By.NAME, "accountName").send_keys(name)
     submitted(browser, browser.find_element(By.NAME, "password"), secret)
+
+
+CONTRAST = """
+function luminance(rgb) {
+  const [r, g, b] = rgb.match(/[\\d.]+/g).slice(0, 3).map(Number).map(v => v / 255)
+    .map(v => v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4));
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}
+function background(element) {
+  for (let e = element; e; e = e.parentElement) {
+    const color = getComputedStyle(e).backgroundColor;
+    if (color && !color.startsWith('rgba(0, 0, 0, 0)') && color !== 'transparent') return color;
+  }
+  return 'rgb(255, 255, 255)';
+}
+const failures = [];
+for (const element of document.querySelectorAll('h1, h2, p, li, dt, dd, th, td, label, a, button, caption, code, pre')) {
+  if (!element.offsetParent || !element.textContent.trim()) continue;
+  const [light, dark] = [luminance(getComputedStyle(element).color), luminance(background(element))].sort((a, b) => b - a);
+  const ratio = (light + 0.05) / (dark + 0.05);
+  if (ratio < 4.5) failures.push(element.tagName + ' ' + ratio.toFixed(2) + ': ' + element.textContent.trim().slice(0, 40));
+}
+return failures;
+"""
+
+
+def check_contrast(browser, page):
+    """Text contrast of at least 4.5:1 (WCAG AA) against the background it sits on."""
+    failures = browser.execute_script(CONTRAST)
+    if failures:
+        fail(f"text on {page} has too little contrast: {failures[:5]}")
+
+
+def next_page(browser, click):
+    """Clicks `click` and waits until the next page replaced this one."""
+    old = browser.find_element(By.TAG_NAME, "html")
+    click.click()
+    WebDriverWait(browser, 15).until(lambda b: b.find_element(By.TAG_NAME, "html").id != old.id)
 
 
 def check_labels(browser, page):
@@ -102,6 +140,7 @@ try:
         if expected not in text:
             fail(f"the overview lacks {expected!r}")
     check_labels(browser, "the overview")
+    check_contrast(browser, "the overview")
     browser.save_screenshot(os.path.join(shots, "overview.png"))
 
     step("the keyboard reaches the navigation and the focus is visible")
@@ -119,6 +158,70 @@ try:
     if not any(row.startswith("ops") for row in rows) or any(row.startswith("alice") for row in rows):
         fail(f"the search for 'op' listed {rows}")
     browser.save_screenshot(os.path.join(shots, "accounts.png"))
+
+    step("an account is created in the console")
+    browser.find_element(By.XPATH, "//form[input[@value='create']]//input[@name='name']").send_keys("carol")
+    create = browser.find_element(By.XPATH, "//form[input[@value='create']]//input[@name='password']")
+    submitted(browser, create, password)
+    if "Account carol created" not in browser.page_source:
+        fail("the account was not created")
+
+    step("find Oracle Park: search the public data, open the record with its aliases")
+    browser.find_element(By.LINK_TEXT, "Public data").click()
+    WebDriverWait(browser, 15).until(lambda b: "/console/public" in b.current_url)
+    check_labels(browser, "the public data page")
+    submitted(browser, browser.find_element(By.NAME, "q"), "Oracle")
+    next_page(browser, browser.find_element(By.LINK_TEXT, "stadium_mlb_oracle_park"))
+    if browser.find_element(By.TAG_NAME, "h1").text != "Oracle Park":
+        fail(f"Oracle Park's page is titled {browser.find_element(By.TAG_NAME, 'h1').text!r}")
+    for alias in ["Pacific Bell Park", "SBC Park", "AT&T Park"]:
+        if alias not in browser.find_element(By.TAG_NAME, "main").text:
+            fail(f"Oracle Park's page lacks its alias {alias}")
+    check_labels(browser, "a record's page")
+    check_contrast(browser, "a record's page")
+    browser.save_screenshot(os.path.join(shots, "public.png"))
+
+    step("a system field is edited after a preview")
+    Select(browser.find_element(By.NAME, "field")).select_by_visible_text("yearOpened")
+    submitted(browser, browser.find_element(By.NAME, "value"), "2001")
+    if "~ Stadium stadium_mlb_oracle_park: yearOpened" not in browser.find_element(By.ID, "preview").text:
+        fail("the preview does not show the change")
+    next_page(browser, browser.find_element(By.XPATH, "//button[text()='Apply the change']"))
+    if "Applied:" not in browser.page_source or "2001" not in browser.find_element(By.TAG_NAME, "main").text:
+        fail("the edit was not applied")
+
+    step("an import: dry run, then apply, with a progress bar")
+    browser.find_element(By.LINK_TEXT, "Import").click()
+    WebDriverWait(browser, 15).until(lambda b: b.current_url.endswith("/console/import"))
+    check_labels(browser, "the import page")
+    path = browser.find_element(By.NAME, "path")
+    path.clear()
+    path.send_keys(os.environ["CONSOLE_DATASET"])
+    browser.find_element(By.XPATH, "//button[text()='Dry run']").click()
+    WebDriverWait(browser, 120).until(lambda b: b.find_elements(By.ID, "import-result"))
+    result = browser.find_element(By.TAG_NAME, "main").text
+    if "wrote nothing" not in result or "~ Stadium stadium_mlb_oracle_park: capacity, yearOpened" not in result:
+        fail(f"the dry run shows {result[:800]}")
+    check_contrast(browser, "the import page")
+    browser.save_screenshot(os.path.join(shots, "import.png"))
+    browser.find_element(By.XPATH, "//button[starts-with(text(), 'Apply th')]").click()
+    WebDriverWait(browser, 120).until(
+        lambda b: b.find_elements(By.ID, "import-result") and "Applied" in b.find_element(By.ID, "import-result").text)
+    browser.get(base + "/console/public/record?zone=_defaultZone&name=stadium_mlb_oracle_park")
+    if "41000" not in browser.find_element(By.TAG_NAME, "main").text:
+        fail("the import did not reach Oracle Park")
+
+    step("the schema and the jobs pages")
+    browser.find_element(By.LINK_TEXT, "Schema").click()
+    WebDriverWait(browser, 15).until(lambda b: "/console/schema" in b.current_url)
+    if "Stadium" not in browser.find_element(By.TAG_NAME, "main").text:
+        fail("the schema page lacks the Stadium type")
+    check_labels(browser, "the schema page")
+    browser.find_element(By.LINK_TEXT, "Jobs").click()
+    WebDriverWait(browser, 15).until(lambda b: b.current_url.endswith("/console/jobs"))
+    if "Tombstone purge horizon" not in browser.page_source:
+        fail("the jobs page lacks the purge horizon")
+    check_contrast(browser, "the jobs page")
 
     step("an API token made in the console works until it is revoked there")
     browser.find_element(By.LINK_TEXT, "Credentials").click()
