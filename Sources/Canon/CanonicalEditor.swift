@@ -29,10 +29,11 @@ public struct CanonicalEditor: PublicDataEditor {
             let outcome = try await CanonicalImporter(records: self.records, logger: logger).run(
                 dataset, container: scope.container, environment: scope.environment, dryRun: dryRun
             ) { message in
-                progress(
-                    done.withLock {
-                        $0 = min($0 + 1, steps - 1); return $0
-                    }, steps, message)
+                let step = done.withLock { count in
+                    count = min(count + 1, steps - 1)
+                    return count
+                }
+                progress(step, steps, message)
             }
             progress(steps, steps, dryRun ? "dry run: nothing written" : "applied")
             return Self.changes(outcome.changes, report: outcome.report)

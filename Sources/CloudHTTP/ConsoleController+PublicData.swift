@@ -181,6 +181,9 @@ extension ConsoleController {
         let field = form["field"] ?? ""
         let value = form["value"] ?? ""
         let apply = form["action"] == "apply"
+        guard !zone.hasPrefix(UnlistedZone.prefix) else {
+            return self.refused("Records of unlisted zones are people's, not public data.", signIn: false)
+        }
         let changes = try await publicData.edit(
             recordName: recordName, zone: zone, field: field, value: value, in: scope, by: session.account.name, dryRun: !apply, logger: logger)
         let lines = changes.lines.map(ConsoleFormat.escape).joined(separator: "\n")

@@ -7,7 +7,7 @@ import Logging
 /// The schema of a container's environment: record types with their fields, owners and indexes, the deployed
 /// versions, and what a proposed schema would change (as `stadiumcloud schema diff`).
 extension ConsoleController {
-    func schemaPage(_ scope: SchemaScope, _ session: ConsoleSession, proposed: (text: String, result: String)?, _ logger: Logger) async throws
+    func schemaPage(_ scope: SchemaScope, _ session: ConsoleSession, proposed: (text: String, result: String)? = nil, _ logger: Logger) async throws
         -> Response
     {
         let records = self.dependencies.records

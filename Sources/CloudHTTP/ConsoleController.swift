@@ -29,24 +29,17 @@ struct ConsoleController: Sendable {
         self.page(router, "console/public") { request, session, logger in try await self.publicRecords(request, session, logger) }
         self.page(router, "console/public/record") { request, session, logger in try await self.publicRecord(request, session, notice: nil, logger) }
         self.page(router, "console/public/changes") { request, session, logger in try await self.publicChanges(request, session, logger) }
-        self.form(router, "console/public/edit") { request, signedIn, form, logger in try await self.editPublicRecord(signedIn.session, form, logger)
-        }
+        self.form(router, "console/public/edit") { session, form, logger in try await self.editPublicRecord(session, form, logger) }
         self.page(router, "console/import") { request, session, logger in try await self.importPage(request, session, logger) }
-        self.form(router, "console/import") { request, signedIn, form, logger in try await self.startImport(signedIn.session, form, logger) }
-        self.page(router, "console/schema") { request, session, logger in
-            try await self.schemaPage(self.scope(of: request), session, proposed: Optional<(text: String, result: String)>.none, logger)
-        }
-        self.form(router, "console/schema", maxBytes: 1 << 20) { request, signedIn, form, logger in
-            try await self.diffSchema(signedIn.session, form, logger)
-        }
+        self.form(router, "console/import") { session, form, logger in try await self.startImport(session, form, logger) }
+        self.page(router, "console/schema") { request, session, logger in try await self.schemaPage(self.scope(of: request), session, logger) }
+        self.form(router, "console/schema", maxBytes: 1 << 20) { session, form, logger in try await self.diffSchema(session, form, logger) }
         self.page(router, "console/accounts") { request, session, logger in
             try await self.accounts(session, search: request.uri.queryParameters["q"].map(String.init) ?? "", notice: nil, logger)
         }
-        self.form(router, "console/accounts") { request, signedIn, form, logger in try await self.changeAccount(signedIn.session, form, logger) }
+        self.form(router, "console/accounts") { session, form, logger in try await self.changeAccount(session, form, logger) }
         self.page(router, "console/credentials") { request, session, logger in try await self.credentials(session, notice: nil, logger) }
-        self.form(router, "console/credentials") { request, signedIn, form, logger in
-            try await self.changeCredentials(signedIn.session, form, logger)
-        }
+        self.form(router, "console/credentials") { session, form, logger in try await self.changeCredentials(session, form, logger) }
         self.page(router, "console/jobs") { request, session, logger in try await self.jobsPage(session, logger) }
         router.get("console/signin") { _, _ in self.signInPage(error: nil) }
         router.post("console/signin") { request, context in try await self.signIn(request, context) }
@@ -66,11 +59,10 @@ struct ConsoleController: Sendable {
     /// A form for signed-in operators (POST), checked for the session's form token.
     func form(
         _ router: Router<BasicRequestContext>, _ path: String, maxBytes: Int = 16 * 1024,
-        _ action: @escaping @Sendable (Request, (token: String, session: ConsoleSession), [String: String], Logger) async throws -> Response
+        _ action: @escaping @Sendable (ConsoleSession, [String: String], Logger) async throws -> Response
     ) {
         router.post(RouterPath(path)) { request, context in
-            try await self.posted(request, context, maxBytes: maxBytes) { signedIn, form in try await action(request, signedIn, form, context.logger)
-            }
+            try await self.posted(request, context, maxBytes: maxBytes) { signedIn, form in try await action(signedIn.session, form, context.logger) }
         }
     }
 
