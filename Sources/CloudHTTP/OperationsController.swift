@@ -25,7 +25,9 @@ struct OperationsController: Sendable {
                 context.logger.warning("readiness check failed: \(String(reflecting: error))")
                 var answer: [String: JSONValue] = ["status": "database unavailable"]
                 if let outage = self.dependencies.records.databaseOutage {
-                    answer["reason"] = .string("PostgreSQL does not answer: \(outage.reason)")
+                    // The driver's error names hosts and ports: the log and the operator console show it, not this
+                    // public answer.
+                    answer["reason"] = .string("PostgreSQL does not answer; the server's log says why")
                     answer["since"] = .int(outage.since)
                 } else {
                     answer["reason"] = .string("the database did not answer within 2 s")

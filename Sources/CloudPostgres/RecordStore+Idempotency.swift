@@ -5,21 +5,6 @@ import PostgresNIO
 
 /// The `Idempotency-Key` extension: answers kept with their writes, so a retried write is answered, not redone.
 extension RecordStore {
-    /// The stored answer for `write`'s key, or nil; a key reused for another request is BAD_REQUEST.
-    static func storedAnswer(_ write: IdempotentWrite, databaseID: Int64, on connection: PostgresConnection, logger: Logger) async throws
-        -> StoredAnswer?
-    {
-        let rows = try await connection.query(
-            "SELECT request_hash, status, answer FROM idempotent_writes WHERE database_id = \(databaseID) AND key = \(write.key)", logger: logger)
-        for try await (hash, status, answer) in rows.decode((Data, Int, Data).self) {
-            guard hash == write.requestHash else {
-                throw CloudError.badRequest("Idempotency-Key \(write.key) was already used for a different request; use a new key for a new request")
-            }
-            return StoredAnswer(status: status, body: Array(answer))
-        }
-        return nil
-    }
-
     /// Forgets stored answers older than `olderThanMs` (retries are expected within minutes, kept for a day).
     public func purgeIdempotentWrites(olderThanMs cutoff: Int64, logger: Logger) async throws {
         _ = try await translatingDatabaseErrors {

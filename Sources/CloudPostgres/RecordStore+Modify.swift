@@ -25,17 +25,17 @@ extension RecordStore {
         do {
             let result = try await self.client.transaction(logger: logger) { connection in
                 let (head, zoneID, deployed, scope) = try await self.beginWrite(zoneName: zoneName, in: database, on: connection, logger: logger)
-                // Checked under the database lock: a retry racing its original waits for it, then finds its answer.
-                if let idempotency, let stored = try await Self.storedAnswer(idempotency, databaseID: database.id, on: connection, logger: logger) {
-                    return ModifyResult(outcomes: [], atomicFailed: false, answer: stored)
-                }
+                // A create needs no lookup: the upsert refuses a create whose name is live, and only those are loaded.
+                let lookedUp = operations.filter { $0.type != .create && $0.refusal == nil }.map(\.recordName)
+                // The key's answer is read under the database lock: a retry racing its original waits for it, then
+                // finds its answer.
+                let (stored, existing) = try await Self.lookUp(
+                    lookedUp, answerTo: idempotency, zoneID: zoneID, databaseID: database.id, on: connection, logger: logger)
+                if let stored { return ModifyResult(outcomes: [], atomicFailed: false, answer: stored) }
                 func finish(_ result: ModifyResult) async throws -> ModifyResult {
                     guard let idempotency else { return result }
                     return try await self.keepAnswer(to: idempotency, of: result, databaseID: database.id, on: connection, logger: logger)
                 }
-                // A create needs no lookup: the upsert refuses a create whose name is live, and only those are loaded.
-                let lookedUp = operations.filter { $0.type != .create && $0.refusal == nil }.map(\.recordName)
-                let existing = lookedUp.isEmpty ? [:] : try await Self.loadRecords(lookedUp, zoneID: zoneID, on: connection, logger: logger)
                 var operations = operations
                 if database.scope == .public, let person {
                     let rules = deployed ?? Schema(recordTypes: [:])
@@ -128,21 +128,38 @@ extension RecordStore {
     func beginWrite(zoneName: String, in database: DatabaseRef, on connection: PostgresConnection, logger: Logger) async throws -> (
         head: Int64, zoneID: Int64, schema: Schema?, scope: SchemaScope
     ) {
-        let rows = try await connection.query(
-            """
-            SELECT d.change_seq,
-                (SELECT id FROM zones WHERE database_id = d.id AND zone_name = \(zoneName) AND NOT deleted),
-                (SELECT max(version) FROM schema_versions v WHERE v.container = d.container AND v.environment = d.environment),
-                d.container, d.environment
-            FROM databases d WHERE d.id = \(database.id) FOR UPDATE OF d
-            """, logger: logger)
-        for try await (head, zoneID, schemaVersion, container, environment) in rows.decode((Int64, Int64?, Int32?, String, String).self) {
-            guard let zoneID else { throw CloudError(.zoneNotFound, "zone \(zoneName) does not exist") }
-            let scope = SchemaScope(container: container, environment: environment)
-            guard let schemaVersion else { return (head, zoneID, nil, scope) }
-            return (head, zoneID, try await self.schema(version: schemaVersion, on: connection, logger: logger), scope)
+        for try await row in try await connection.execute(BeginWrite(databaseID: database.id, zoneName: zoneName), logger: logger) {
+            guard let zoneID = row.zoneID else { throw CloudError(.zoneNotFound, "zone \(zoneName) does not exist") }
+            let scope = SchemaScope(container: row.container, environment: row.environment)
+            guard let schemaVersion = row.schemaVersion else { return (row.head, zoneID, nil, scope) }
+            return (row.head, zoneID, try await self.schema(version: schemaVersion, on: connection, logger: logger), scope)
         }
         throw CloudError(.internalError, "database \(database.id) vanished")
+    }
+
+    /// The stored answer to `write`'s key (a key reused for another request is BAD_REQUEST) and the stored versions
+    /// of `names`, in one round trip; none when there is nothing to look up.
+    static func lookUp(
+        _ names: [String], answerTo write: IdempotentWrite?, zoneID: Int64, databaseID: Int64, on connection: PostgresConnection, logger: Logger
+    ) async throws -> (answer: StoredAnswer?, records: [String: Record]) {
+        guard write != nil || !names.isEmpty else { return (nil, [:]) }
+        var answer: StoredAnswer?
+        var records: [String: Record] = [:]
+        let statement = WriteLookup(databaseID: databaseID, key: write?.key, zoneID: zoneID, recordNames: names)
+        for try await row in try await connection.execute(statement, logger: logger) {
+            if let write, let columns = row.answer {
+                guard columns.requestHash == write.requestHash else {
+                    throw CloudError.badRequest(
+                        "Idempotency-Key \(write.key) was already used for a different request; use a new key for a new request")
+                }
+                answer = StoredAnswer(status: columns.status, body: Array(columns.body))
+            }
+            if let columns = row.record {
+                let record = try Self.record(from: Self.snapshot(columns))
+                records[record.recordName] = record
+            }
+        }
+        return (answer, records)
     }
 
     /// Fails saves whose VALIDATE references point at a record that will not exist after the batch.
@@ -210,62 +227,17 @@ extension RecordStore {
         _ writes: [Record], creates: Set<String> = [], zoneID: Int64, databaseID: Int64, lastSeq: Int64, keeping kept: KeptAnswer? = nil,
         on connection: PostgresConnection, logger: Logger
     ) async throws -> Set<String> {
-        let stamp = writes.last!.modified
-        var builder = SQLBuilder()
-        let zone = builder.bind(zoneID)
-        let stampColumns = "\(builder.bind(stamp.timestamp)), \(builder.bind(stamp.userRecordName)), \(builder.bind(stamp.deviceID))"
-        func upsert(_ rows: [Record], onlyOverTombstones: Bool) -> String {
-            let cascadeRefs = rows.map { record in
-                let targets = Reference.all(in: record.fields).filter { $0.action == .deleteSelf }
-                return targets.isEmpty ? "[]" : JSONWriter.encode(.array(targets.map { .string($0.recordName) }))
-            }
-            let assetRefs = rows.map { record in
-                let checksums = Self.assetChecksums(in: record.fields)
-                return checksums.isEmpty ? "[]" : JSONWriter.encode(.array(checksums.map(JSONValue.string)))
-            }
-            return """
-                INSERT INTO records (zone_id, record_name, record_type, change_seq, deleted, fields, cascade_refs, asset_refs,
-                    created_ms, created_by, created_device, modified_ms, modified_by, modified_device)
-                SELECT \(zone), u.name, u.type, u.seq, u.deleted, u.fields::jsonb,
-                    CASE WHEN u.refs = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT jsonb_array_elements_text(u.refs::jsonb)) END,
-                    CASE WHEN u.assets = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT jsonb_array_elements_text(u.assets::jsonb)) END,
-                    \(stampColumns), \(stampColumns)
-                FROM unnest(\(builder.bind(rows.map(\.recordName)))::text[], \(builder.bind(rows.map(\.recordType)))::text[],
-                    \(builder.bind(rows.map(\.changeSeq)))::int8[], \(builder.bind(rows.map(\.deleted)))::bool[],
-                    \(builder.bind(rows.map(\.encodedFields)))::text[], \(builder.bind(cascadeRefs))::text[],
-                    \(builder.bind(assetRefs))::text[])
-                    AS u(name, type, seq, deleted, fields, refs, assets)
-                ON CONFLICT (zone_id, record_name) DO UPDATE SET
-                    record_type = EXCLUDED.record_type, change_seq = EXCLUDED.change_seq, deleted = EXCLUDED.deleted,
-                    fields = EXCLUDED.fields, cascade_refs = EXCLUDED.cascade_refs, asset_refs = EXCLUDED.asset_refs,
-                    created_ms = CASE WHEN records.deleted THEN EXCLUDED.created_ms ELSE records.created_ms END,
-                    created_by = CASE WHEN records.deleted THEN EXCLUDED.created_by ELSE records.created_by END,
-                    created_device = CASE WHEN records.deleted THEN EXCLUDED.created_device ELSE records.created_device END,
-                    modified_ms = EXCLUDED.modified_ms, modified_by = EXCLUDED.modified_by, modified_device = EXCLUDED.modified_device
-                \(onlyOverTombstones ? "WHERE records.deleted" : "")
-                RETURNING record_name
-                """
-        }
-        let fresh = writes.filter { creates.contains($0.recordName) }
-        let others = writes.filter { !creates.contains($0.recordName) }
-        let last = builder.bind(lastSeq)
-        let keep = kept.map { kept in
-            """
-            kept AS (INSERT INTO idempotent_writes (database_id, key, request_hash, status, answer, created_ms)
-                VALUES (\(builder.bind(databaseID)), \(builder.bind(kept.key)), \(builder.bind(ByteBuffer(bytes: kept.requestHash))), \(builder.bind(kept.answer.status)),
-                    \(builder.bind(ByteBuffer(bytes: kept.answer.body))), \(builder.bind(kept.createdMs))) RETURNING 1),
-            """
-        }
-        builder.append(
-            """
-            WITH \(keep ?? "") created AS (\(upsert(fresh, onlyOverTombstones: true))),
-            upserted AS (\(upsert(others, onlyOverTombstones: false))),
-            advanced AS (UPDATE databases SET change_seq = \(last) WHERE id = \(builder.bind(databaseID)) RETURNING 1),
-            zoned AS (UPDATE zones SET change_seq = \(last), modified_ms = \(builder.bind(stamp.timestamp)) WHERE id = \(zone) RETURNING 1)
-            SELECT record_name FROM created
-            """)
+        let statement = StoreWrites(
+            zoneID: zoneID, databaseID: databaseID, lastSeq: lastSeq, stamp: writes.last!.modified,
+            creates: writes.filter { creates.contains($0.recordName) }, others: writes.filter { !creates.contains($0.recordName) })
         var inserted = Set<String>()
-        for try await name in try await connection.query(builder.query, logger: logger).decode(String.self) { inserted.insert(name) }
-        return Set(fresh.map(\.recordName)).subtracting(inserted)
+        if let kept {
+            for try await name in try await connection.execute(StoreWritesKeepingAnswer(writes: statement, kept: kept), logger: logger) {
+                inserted.insert(name)
+            }
+        } else {
+            for try await name in try await connection.execute(statement, logger: logger) { inserted.insert(name) }
+        }
+        return Set(statement.creates.map(\.recordName)).subtracting(inserted)
     }
 }

@@ -342,6 +342,8 @@ def db_outage(ctx, seconds):
     expect("connection error" not in statuses, f"{statuses.get('connection error')} requests got no answer (timeout or reset)")
     # /ready waits up to 2 s for the database: asked half a second into a 1 s outage, it may see it come back.
     expect(ready and (ready[0] == 503 and ready[1].get("reason") or seconds < 3), f"/ready during the outage: {ready}")
+    # /ready is public: it says that PostgreSQL is away, never the driver's error (host, port, errno).
+    expect(not ready or not any(word in str(ready[1]) for word in ("127.0.0.1", "errno", "Connection")), f"/ready tells too much: {ready}")
     ctx.report(name, f"database down {restarted_at[0] - crashed_at:.1f} s: {len(acknowledged)} writes acknowledged ({before} before), "
                      f"all found after recovery; first write {recovery:.2f} s after it was back; answers seen: "
                      f"{dict(sorted(statuses.items(), key=str))}; /ready said {ready[1].get('reason') or ready[1].get('status')!r}")
