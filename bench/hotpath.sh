@@ -81,5 +81,5 @@ LUA
     echo
 fi
 
-BENCH_SUITE=hotpath BENCH_SERVER="$bench_url" BENCH_DATABASE_URL="$STADIUMCLOUD_DATABASE_URL" BENCH_API_TOKEN="$api_token" \
+BENCH_SUITE=hotpath BENCH_SERVER="$bench_url" BENCH_FLOOR_URL="http://127.0.0.1:$floor_port/floor" BENCH_DATABASE_URL="$STADIUMCLOUD_DATABASE_URL" BENCH_API_TOKEN="$api_token" \
 BENCH_WEB_AUTH_TOKEN="$web_token" BENCH_USER_RECORD_NAME="$user_record_name" "$bin/stadiumcloud-bench"

@@ -9,9 +9,11 @@ import PostgresNIO
 /// The hot path (issue 17), one client and one request at a time: a single-record save (`records/modify`, the web
 /// auth token followed as it rotates, an Idempotency-Key on each) against a raw single-row upsert with its own
 /// commit, and the empty polls; for each, what a request costs PostgreSQL by its own counters (transactions
-/// committed, WAL writes, rows inserted and updated per request).
+/// committed, WAL writes, rows inserted and updated per request); and, with `floorURL`, the floor (the same HTTP
+/// stack answering one `SELECT 1`) at one client, so a save can be set against the floor request plus a raw upsert.
 struct HotPathBenchmark {
     let server: String
+    var floorURL: String? = nil
     let apiToken: String
     var webToken: String
     let rounds: Int
@@ -104,7 +106,19 @@ struct HotPathBenchmark {
         }
         let raw = result.p50
         lines.append(("raw single-row upsert, own commit", String(format: "%.2f", raw), result.perRound))
-        lines[0].1 += String(format: " (%.2f×)", Double(lines[0].1.prefix { $0 != " " })! / raw)
+        let saved = Double(lines[0].1)!
+        lines[0].1 += String(format: " (%.2f×)", saved / raw)
+        if let floorURL = self.floorURL {
+            result = try await self.measure(client, logger: logger) { _, _ in
+                var request = HTTPClientRequest(url: floorURL)
+                request.method = .POST
+                let response = try await http.execute(request, timeout: .seconds(30))
+                _ = try await response.body.collect(upTo: 1 << 16)
+                guard response.status == .ok else { throw BenchError("the floor answered \(response.status)") }
+            }
+            lines.append(("floor request (HTTP + SELECT 1)", String(format: "%.2f", result.p50), result.perRound))
+            lines.append(("save against floor request + raw upsert", String(format: "%.2f×", saved / (result.p50 + raw)), ""))
+        }
 
         let zones = { (token: String?) in
             JSONWriter.encode(["zones": [["zoneID": ["zoneName": "_defaultZone"], "syncToken": token.map(JSONValue.string) ?? .null]]])
