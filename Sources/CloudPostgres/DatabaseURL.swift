@@ -44,9 +44,6 @@ public struct DatabaseURL: Sendable, CustomStringConvertible {
             database: self.database, tls: .disable)
         configuration.options.maximumConnections = maximumConnections
         configuration.options.connectTimeout = connectTimeout
-        // Only the prepared statements (the write path's, `WriteStatements.swift`, and the zone head) use the plan
-        // cache: plan them once per connection instead of on every save. Their plans do not depend on the values.
-        configuration.options.additionalStartupParameters = [("plan_cache_mode", "force_generic_plan")]
         return configuration
     }
 }

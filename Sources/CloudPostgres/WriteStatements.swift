@@ -3,8 +3,8 @@ import Foundation
 import PostgresNIO
 
 // The record write path's fixed-shape statements, prepared once per connection: PostgreSQL parses them once and,
-// once it finds a generic plan as good, stops planning them (planning the upsert alone took 0.24 ms of a 2.5 ms
-// save; bench/README.md, "The hot path"). Lists travel as arrays, so one text serves any number of records.
+// once it finds a generic plan as good, stops planning them (planning the upsert took 0.24 ms of a 2.5 ms save;
+// bench/README.md, "The hot path"). Lists travel as arrays, so one text serves any number of records.
 
 /// The first statement of a record write: takes the database lock, finds the zone and the schema version in one
 /// round trip.
