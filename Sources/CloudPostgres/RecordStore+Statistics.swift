@@ -61,7 +61,7 @@ public struct JobRun: Sendable, Equatable {
 extension RecordStore {
     /// Keeps `run` as its job's last run (whichever process ran it).
     public func recordJobRun(_ run: JobRun, logger: Logger) async throws {
-        try await self.client.transaction(logger: logger) { connection in
+        _ = try await self.client.transaction(logger: logger) { connection in
             try await connection.query(
                 """
                 INSERT INTO job_runs (job, started_ms, ended_ms, outcome, succeeded)

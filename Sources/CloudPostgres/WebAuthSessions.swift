@@ -158,7 +158,7 @@ final class WebAuthSessions: Sendable {
         }
         guard !uses.isEmpty else { return }
         do {
-            try await translatingDatabaseErrors {
+            _ = try await translatingDatabaseErrors {
                 try await self.client.query(
                     """
                     INSERT INTO auth_session_uses (session_id, generation, first_used_ms)
