@@ -7,13 +7,6 @@ import Logging
 /// Accounts (search, create, set a password, end a person's sessions) and credentials (API tokens and
 /// server-to-server keys with their last use; create and revoke).
 extension ConsoleController {
-    /// The hidden field every console form carries (CSRF).
-    func formToken(_ session: ConsoleSession) -> String { "<input type=hidden name=formToken value=\"\(session.formToken)\">" }
-
-    func notice(_ text: String?, error: Bool = false) -> String {
-        text.map { error ? "<p class=error role=alert>\($0)</p>" : "<p class=notice role=status>\($0)</p>" } ?? ""
-    }
-
     func accounts(_ session: ConsoleSession, search: String, notice: (text: String, error: Bool)?, _ logger: Logger) async throws -> Response {
         let found = try await self.dependencies.credentials.accounts(matching: search, logger: logger)
         let rows = found.map { account in

@@ -160,6 +160,14 @@ struct ConsoleController: Sendable {
 
     // MARK: HTML and HTTP
 
+    /// The hidden field every console form carries (CSRF).
+    func formToken(_ session: ConsoleSession) -> String { "<input type=hidden name=formToken value=\"\(session.formToken)\">" }
+
+    /// A line at the top of a page saying what an action did (or, as an alert, why it did not).
+    func notice(_ text: String?, error: Bool = false) -> String {
+        text.map { error ? "<p class=error role=alert>\($0)</p>" : "<p class=notice role=status>\($0)</p>" } ?? ""
+    }
+
     /// A console page: navigation and sign-out when signed in; never cached, never framed, no scripts from anywhere.
     func html(_ title: String, _ body: String, session: ConsoleSession? = nil, refreshSeconds: Int? = nil) -> Response {
         let navigation = session.map { session in
@@ -167,14 +175,14 @@ struct ConsoleController: Sendable {
             <nav aria-label=Console><a href="/console">Overview</a> <a href="/console/public">Public data</a> <a href="/console/import">Import</a>
             <a href="/console/schema">Schema</a> <a href="/console/accounts">Accounts</a> <a href="/console/credentials">Credentials</a>
             <a href="/console/jobs">Jobs</a>
-            <form method=post action="/console/signout" class=inline><input type=hidden name=formToken value="\(session.formToken)">
+            <form method=post action="/console/signout" class=inline>\(self.formToken(session))
             <button>Sign out \(SignInController.escape(session.account.name))</button></form></nav>
             """
         }
         let page = """
             <!doctype html><html lang=en><head><meta charset=utf-8><meta name=viewport content="width=device-width">
             \(refreshSeconds.map { "<meta http-equiv=refresh content=\($0)>" } ?? "")
-            <title>\(title) · StadiumCloud console</title><style>
+            <title>\(ConsoleFormat.escape(title)) · StadiumCloud console</title><style>
             body{font:16px system-ui;max-width:60em;margin:2em auto;padding:0 1em;color:#111;background:#fff}
             nav{display:flex;gap:1em;align-items:center;border-bottom:1px solid #767676;padding-bottom:.5em}
             a{color:#0645ad}.inline{display:inline;margin-left:auto}label{display:block;margin:.6em 0}

@@ -190,6 +190,9 @@ import Testing
             #expect(preview.html.contains("~ Stadium \(oracle): name"), "\(preview.html)")
             #expect(preview.html.contains("~ StadiumAlias stadium_alias_mlb_oracle_park_4: validUntil"))
             #expect(try await Self.field(server, oracle, "name") == FieldValue(type: .string, value: .string("Oracle Park")))
+            let markup = try await Self.request(
+                server, "/console/public/edit", form: edit.merging(["field": "city", "value": "<i>SF</i> & Co"]) { $1 }, cookies: cookies)
+            #expect(markup.html.contains("&lt;i&gt;SF&lt;/i&gt; &amp; Co") && !markup.html.contains("<i>SF"))
             edit["action"] = "apply"
             let applied = try await Self.request(server, "/console/public/edit", form: edit, cookies: cookies)
             #expect(applied.html.contains("Applied:"))
