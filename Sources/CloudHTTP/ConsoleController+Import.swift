@@ -17,8 +17,8 @@ final class ConsoleImports: Sendable {
         var steps = 1
         var message = "starting"
         var endedMs: Int64?
+        /// What it changed; nil once ended means it failed.
         var changes: PublicDataChanges?
-        var failed = false
     }
 
     private let state = Mutex<Job?>(nil)
@@ -55,7 +55,6 @@ final class ConsoleImports: Sendable {
             self.state.withLock { state in
                 state?.endedMs = Timestamp.now
                 state?.changes = outcome
-                state?.failed = outcome == nil
             }
         }
         return true
