@@ -79,6 +79,9 @@ extension ConsoleController {
             <form method=post action="/console/import">\(self.formToken(session))<div class=row>\(self.scopeFields(scope))
             <label>Dataset folder on the server <input name=path value="\(ConsoleFormat.escape(job?.path ?? publicData.defaultDatasetPath))" required size=40></label>
             <button name=action value=dry-run\(running ? " disabled" : "")>Dry run</button></div></form>
+            <form method=post action="/console/import/upload" enctype="multipart/form-data">\(self.formToken(session))<div class=row>\(self.scopeFields(scope))
+            <label>Or upload a dataset folder (at most \(Self.maxUploadBytes >> 20) MiB) <input type=file name=dataset webkitdirectory multiple required></label>
+            <button\(running ? " disabled" : "")>Upload and dry run</button></div></form>
             \(job.map { self.importStatus($0, session) } ?? "")
             """, session: session, refreshSeconds: running ? 1 : nil)
     }
@@ -135,9 +138,15 @@ extension ConsoleController {
 
     func startImport(_ session: ConsoleSession, _ form: [String: String], _ logger: Logger) async throws -> Response {
         guard let publicData = self.publicData else { return self.refused("This server has no dataset import.", signIn: false) }
-        let dryRun = form["action"] != "apply"
-        let scope = self.scope(container: form["container"], environment: form["environment"])
         let path = form["path"].flatMap { $0.isEmpty ? nil : $0 } ?? publicData.defaultDatasetPath
+        return self.startImport(
+            of: path, into: self.scope(container: form["container"], environment: form["environment"]), dryRun: form["action"] != "apply", publicData,
+            session, logger)
+    }
+
+    func startImport(
+        of path: String, into scope: SchemaScope, dryRun: Bool, _ publicData: any PublicDataEditor, _ session: ConsoleSession, _ logger: Logger
+    ) -> Response {
         let job = ConsoleImports.Job(operatorName: session.account.name, path: path, scope: scope, dryRun: dryRun, startedMs: Timestamp.now)
         let started = self.imports.start(job, logger: logger) { progress in
             try await publicData.importDataset(at: path, into: scope, dryRun: dryRun, logger: logger, progress: progress)
@@ -147,5 +156,71 @@ extension ConsoleController {
             "an operator started an import in the console",
             metadata: ["operator": "\(session.account.name)", "path": "\(path)", "dryRun": "\(dryRun)", "scope": "\(scope)"])
         return Response(status: .seeOther, headers: [.location: "/console/import", .cacheControl: "no-store"])
+    }
+
+    static let maxUploadBytes = 64 << 20
+    /// Where uploaded datasets are kept, one folder each; the newest stays for its apply, older ones are removed.
+    static let uploads = FileManager.default.temporaryDirectory.appendingPathComponent("stadiumcloud-console-uploads")
+
+    /// A dataset folder uploaded from the browser (the files with their paths below the chosen folder), kept on the
+    /// server and dry-run like a folder named on the import form. Read whole: at most `maxUploadBytes`.
+    func uploadDataset(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        guard let (_, session) = try await self.session(of: request, context) else { return Self.toSignIn }
+        guard let publicData = self.publicData else { return self.refused("This server has no dataset import.", signIn: false) }
+        guard let boundary = request.headers[.contentType].flatMap(MultipartFileStream<RequestBody>.boundary(of:)) else {
+            return self.refused("The upload is not a multipart form.", signIn: false)
+        }
+        var request = request
+        let body: ByteBuffer
+        do {
+            body = try await request.collectBody(upTo: Self.maxUploadBytes)
+        } catch {
+            return self.refused("The upload is larger than \(Self.maxUploadBytes >> 20) MiB: copy the folder to the server instead.", signIn: false)
+        }
+        let form: MultipartForm
+        do {
+            form = try MultipartForm(Array(body.readableBytesView), boundary: boundary)
+        } catch let error as CloudError {
+            return self.refused("The upload cannot be read: \(error.reason).", signIn: false)
+        }
+        guard form.field("formToken") == session.formToken else { return self.refused("The form did not come from this console.", signIn: false) }
+        let files = form.parts.filter { $0.filename?.isEmpty == false }
+        guard let paths = Self.datasetPaths(files.map { $0.filename! }) else {
+            return self.refused("Upload a folder of .json files (names of letters, digits, '_', '-' and '.').", signIn: false)
+        }
+        let folder = Self.uploads.appendingPathComponent(UUID().uuidString)
+        for (file, path) in zip(files, paths) {
+            let url = folder.appendingPathComponent(path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(file.body).write(to: url)
+        }
+        let response = self.startImport(
+            of: folder.path, into: self.scope(container: form.field("container"), environment: form.field("environment")), dryRun: true,
+            publicData, session, context.logger)
+        // Only the upload an import now reads is kept (this one, or the one still running).
+        let keep = self.imports.current?.path
+        for old in (try? FileManager.default.contentsOfDirectory(atPath: Self.uploads.path)) ?? []
+        where Self.uploads.appendingPathComponent(old).path != keep {
+            try? FileManager.default.removeItem(at: Self.uploads.appendingPathComponent(old))
+        }
+        return response
+    }
+
+    /// Where each uploaded file goes in the kept folder: its path below the folder the operator chose (a folder
+    /// upload names every file `folder/…`), each part checked so nothing lands outside; nil when a name is not safe,
+    /// not `.json`, or there are no files or more than 1,000.
+    static func datasetPaths(_ filenames: [String]) -> [String]? {
+        let split = filenames.map { $0.split(separator: "/").map(String.init) }
+        guard !split.isEmpty, split.count <= 1000 else { return nil }
+        let root = split[0].count > 1 ? split[0][0] : nil
+        let relative = split.map { parts in root != nil && parts.count > 1 && parts[0] == root ? Array(parts.dropFirst()) : parts }
+        for parts in relative {
+            guard !parts.isEmpty, parts.count <= 3, parts.last!.hasSuffix(".json"),
+                parts.allSatisfy({ part in
+                    !part.hasPrefix(".") && part.count <= 100 && part.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "_-.".contains($0)) }
+                })
+            else { return nil }
+        }
+        return relative.map { $0.joined(separator: "/") }
     }
 }

@@ -32,6 +32,7 @@ struct ConsoleController: Sendable {
         self.form(router, "console/public/edit") { session, form, logger in try await self.editPublicRecord(session, form, logger) }
         self.page(router, "console/import") { request, session, logger in try await self.importPage(request, session, logger) }
         self.form(router, "console/import") { session, form, logger in try await self.startImport(session, form, logger) }
+        router.post("console/import/upload") { request, context in try await self.uploadDataset(request, context) }
         self.page(router, "console/schema") { request, session, logger in try await self.schemaPage(self.scope(of: request), session, logger) }
         self.form(router, "console/schema", maxBytes: 1 << 20) { session, form, logger in try await self.diffSchema(session, form, logger) }
         self.page(router, "console/accounts") { request, session, logger in

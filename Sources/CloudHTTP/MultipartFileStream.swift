@@ -104,16 +104,19 @@ struct MultipartFileStream<Base: AsyncSequence & Sendable>: AsyncSequence, Senda
         static var malformed: CloudError { CloudError.badRequest("the multipart body is malformed or ends early") }
         static var noFile: CloudError { CloudError.badRequest("the multipart body has no part named files or file") }
 
-        static func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int = 0) -> Int? {
-            guard haystack.count >= needle.count, start <= haystack.count - needle.count else { return nil }
-            var index = start
-            while index <= haystack.count - needle.count {
-                if haystack[index] == needle[0], haystack[index..<(index + needle.count)].elementsEqual(needle) { return index }
-                index += 1
-            }
-            return nil
-        }
+        static func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int = 0) -> Int? { byteIndex(of: needle, in: haystack, from: start) }
     }
+}
+
+/// Where `needle` first occurs in `haystack` at or after `start`.
+func byteIndex(of needle: [UInt8], in haystack: [UInt8], from start: Int = 0) -> Int? {
+    guard haystack.count >= needle.count, start <= haystack.count - needle.count else { return nil }
+    var index = start
+    while index <= haystack.count - needle.count {
+        if haystack[index] == needle[0], haystack[index..<(index + needle.count)].elementsEqual(needle) { return index }
+        index += 1
+    }
+    return nil
 }
 
 import Foundation

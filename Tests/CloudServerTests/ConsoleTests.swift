@@ -231,6 +231,41 @@ import Testing
             #expect(try await Self.finishedImport(server, cookies).html.contains("Applied"))
             #expect(try await Self.field(server, oracle, "capacity") == FieldValue(type: .int64, value: .int(41_000)))
 
+            // The same folder uploaded from the browser: its files named folder/…, the form token in the body.
+            func upload(_ files: [(String, String)], formToken: String?) async throws -> Page {
+                let boundary = "console-test-\(UUID().uuidString)"
+                var body = ""
+                if let formToken {
+                    body += "--\(boundary)\r\nContent-Disposition: form-data; name=\"formToken\"\r\n\r\n\(formToken)\r\n"
+                }
+                for (name, text) in files {
+                    body += "--\(boundary)\r\nContent-Disposition: form-data; name=\"dataset\"; filename=\"\(name)\"\r\n"
+                    body += "Content-Type: application/json\r\n\r\n\(text)\r\n"
+                }
+                body += "--\(boundary)--\r\n"
+                let headers: HTTPFields = [
+                    .contentType: "multipart/form-data; boundary=\(boundary)",
+                    .cookie: cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; "),
+                ]
+                return try await server.client.execute(uri: "/console/import/upload", method: .post, headers: headers, body: ByteBuffer(string: body))
+                {
+                    Page(status: Int($0.status.code), html: String(buffer: $0.body), headers: $0.headers)
+                }
+            }
+            let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted().map { file in
+                (
+                    "dataset/" + file,
+                    try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8).replacingOccurrences(
+                        of: "\"capacity\": 41000", with: "\"capacity\": 42000")
+                )
+            }
+            #expect(try await upload(files, formToken: nil).status == 403)
+            #expect(try await upload([("dataset/../escape.json", "[]")], formToken: formToken).status == 403)
+            #expect(try await upload(files, formToken: formToken).status == 303)
+            let uploaded = try await Self.finishedImport(server, cookies)
+            #expect(uploaded.html.contains("~ Stadium \(oracle): capacity") && uploaded.html.contains("wrote nothing"), "\(uploaded.html)")
+            #expect(try await Self.field(server, oracle, "capacity") == FieldValue(type: .int64, value: .int(41_000)))
+
             form["path"] = folder.path + "/missing"
             _ = try await Self.request(server, "/console/import", form: form, cookies: cookies)
             let refused = try await Self.finishedImport(server, cookies)

@@ -211,6 +211,17 @@ try:
     if "41000" not in browser.find_element(By.TAG_NAME, "main").text:
         fail("the import did not reach Oracle Park")
 
+    step("a dataset folder uploaded from the browser is dry-run")
+    browser.find_element(By.LINK_TEXT, "Import").click()
+    WebDriverWait(browser, 15).until(lambda b: b.current_url.endswith("/console/import"))
+    upload = browser.find_element(By.NAME, "dataset")
+    upload.send_keys(os.environ["CONSOLE_UPLOAD"])
+    next_page(browser, browser.find_element(By.XPATH, "//button[text()='Upload and dry run']"))
+    WebDriverWait(browser, 120).until(lambda b: b.find_elements(By.ID, "import-result"))
+    result = browser.find_element(By.TAG_NAME, "main").text
+    if "wrote nothing" not in result or "~ Stadium stadium_mlb_oracle_park: capacity" not in result:
+        fail(f"the uploaded folder's dry run shows {result[:800]}")
+
     step("the schema and the jobs pages")
     browser.find_element(By.LINK_TEXT, "Schema").click()
     WebDriverWait(browser, 15).until(lambda b: "/console/schema" in b.current_url)
