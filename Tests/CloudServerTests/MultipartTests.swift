@@ -65,4 +65,21 @@ import Testing
             #expect(single?["size"] == 200_000)
         }
     }
+
+    /// A form read whole (the console's dataset upload): fields and files, content with CRLF and dashes kept, a
+    /// body cut short refused.
+    @Test func aWholeFormKeepsItsFieldsAndFiles() throws {
+        let file = Array("{\r\n\"a\": \"--\(Self.boundary.dropLast())\"\r\n}".utf8)
+        let body = Self.body(file: file, name: "dataset")
+        let form = try MultipartForm(body, boundary: Self.boundary)
+        #expect(form.field("caption") == "the view")
+        #expect(form.parts.count == 2 && form.parts[1].filename == "file.file" && Array(form.parts[1].body) == file)
+        #expect(throws: CloudError.self) { try MultipartForm(Array(body.dropLast(8)), boundary: Self.boundary) }
+        #expect(throws: CloudError.self) { try MultipartForm(Array("not multipart".utf8), boundary: Self.boundary) }
+        #expect(
+            ConsoleController.datasetPaths(["canonical/stadiums.json", "canonical/games/mlb_2025.json"]) == ["stadiums.json", "games/mlb_2025.json"])
+        #expect(ConsoleController.datasetPaths(["stadiums.json"]) == ["stadiums.json"])
+        #expect(ConsoleController.datasetPaths(["canonical/../x.json"]) == nil && ConsoleController.datasetPaths(["a/.hidden.json"]) == nil)
+        #expect(ConsoleController.datasetPaths(["canonical/notes.txt"]) == nil && ConsoleController.datasetPaths([]) == nil)
+    }
 }
