@@ -76,12 +76,14 @@ extension ConsoleController {
             <p>A dataset folder on the server (as <code>stadiumcloud import</code> reads it) is merged into the public database in one \
             transaction: new records are created, changed system fields updated (a rename keeps the old name as an alias), records missing \
             from the source deprecated, never deleted. A dry run first shows what would change.</p>
-            <form method=post action="/console/import">\(self.formToken(session))<div class=row>\(self.scopeFields(scope))
-            <label>Dataset folder on the server <input name=path value="\(ConsoleFormat.escape(job?.path ?? publicData.defaultDatasetPath))" required size=40></label>
-            <button name=action value=dry-run\(running ? " disabled" : "")>Dry run</button></div></form>
-            <form method=post action="/console/import/upload" enctype="multipart/form-data">\(self.formToken(session))<div class=row>\(self.scopeFields(scope))
-            <label>Or upload a dataset folder (at most \(Self.maxUploadBytes >> 20) MiB) <input type=file name=dataset webkitdirectory multiple required></label>
-            <button\(running ? " disabled" : "")>Upload and dry run</button></div></form>
+            <form method=post action="/console/import">\(self.formToken(session))<fieldset><legend>A folder on the server</legend>
+            <div class=row>\(self.scopeFields(scope))</div><div class=row>
+            <label>Dataset folder <input name=path value="\(ConsoleFormat.escape(job?.path ?? publicData.defaultDatasetPath))" required size=40></label>
+            <button name=action value=dry-run\(running ? " disabled" : "")>Dry run</button></div></fieldset></form>
+            <form method=post action="/console/import/upload" enctype="multipart/form-data">\(self.formToken(session))
+            <fieldset><legend>A folder from this computer (at most \(Self.maxUploadBytes >> 20) MiB)</legend><div class=row>\(self.scopeFields(scope))</div>
+            <div class=row><label>Dataset folder <input type=file name=dataset webkitdirectory multiple required></label>
+            <button\(running ? " disabled" : "")>Upload and dry run</button></div></fieldset></form>
             \(job.map { self.importStatus($0, session) } ?? "")
             """, session: session, refreshSeconds: running ? 1 : nil)
     }

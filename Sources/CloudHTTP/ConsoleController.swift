@@ -193,6 +193,7 @@ struct ConsoleController: Sendable {
             button{font:inherit;padding:.3em .8em}:focus{outline:3px solid #0645ad}input,select,textarea{font:inherit}
             .row{display:flex;gap:1em;align-items:end;flex-wrap:wrap}.row label{margin:.3em 0}progress{width:100%;height:1.5em}
             pre{background:#f4f4f4;padding:.5em;overflow:auto;max-height:30em}textarea{width:100%}
+            fieldset{border:1px solid #767676;margin:1em 0}legend{font-weight:600}
             </style></head><body>\(navigation ?? "")<main>\(body)</main></body></html>
             """
         return Response(

@@ -7,6 +7,7 @@ import urllib.parse
 import urllib.request
 
 from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -91,6 +92,20 @@ def next_page(browser, click):
     old = browser.find_element(By.TAG_NAME, "html")
     click.click()
     WebDriverWait(browser, 15).until(lambda b: b.find_element(By.TAG_NAME, "html").id != old.id)
+
+
+def finished_import(browser, expected):
+    """Waits until the import page shows a finished import whose page says `expected`; returns the page's text. The
+    page reloads itself every second while an import runs, so it is read in one script, never through an element
+    that a reload can leave stale."""
+    def text(b):
+        try:
+            return b.execute_script(
+                "return document.getElementById('import-result') ? document.querySelector('main').innerText : ''") or ""
+        except WebDriverException:
+            return ""
+    WebDriverWait(browser, 120).until(lambda b: expected in text(b))
+    return text(browser)
 
 
 def check_labels(browser, page):
@@ -198,15 +213,13 @@ try:
     path.clear()
     path.send_keys(os.environ["CONSOLE_DATASET"])
     browser.find_element(By.XPATH, "//button[text()='Dry run']").click()
-    WebDriverWait(browser, 120).until(lambda b: b.find_elements(By.ID, "import-result"))
-    result = browser.find_element(By.TAG_NAME, "main").text
-    if "wrote nothing" not in result or "~ Stadium stadium_mlb_oracle_park: capacity, yearOpened" not in result:
+    result = finished_import(browser, "wrote nothing")
+    if "~ Stadium stadium_mlb_oracle_park: capacity, yearOpened" not in result:
         fail(f"the dry run shows {result[:800]}")
     check_contrast(browser, "the import page")
     browser.save_screenshot(os.path.join(shots, "import.png"))
     browser.find_element(By.XPATH, "//button[starts-with(text(), 'Apply th')]").click()
-    WebDriverWait(browser, 120).until(
-        lambda b: b.find_elements(By.ID, "import-result") and "Applied" in b.find_element(By.ID, "import-result").text)
+    finished_import(browser, "Applied")
     browser.get(base + "/console/public/record?zone=_defaultZone&name=stadium_mlb_oracle_park")
     if "41000" not in browser.find_element(By.TAG_NAME, "main").text:
         fail("the import did not reach Oracle Park")
@@ -216,10 +229,9 @@ try:
     WebDriverWait(browser, 15).until(lambda b: b.current_url.endswith("/console/import"))
     upload = browser.find_element(By.NAME, "dataset")
     upload.send_keys(os.environ["CONSOLE_UPLOAD"])
-    next_page(browser, browser.find_element(By.XPATH, "//button[text()='Upload and dry run']"))
-    WebDriverWait(browser, 120).until(lambda b: b.find_elements(By.ID, "import-result"))
-    result = browser.find_element(By.TAG_NAME, "main").text
-    if "wrote nothing" not in result or "~ Stadium stadium_mlb_oracle_park: capacity" not in result:
+    browser.find_element(By.XPATH, "//button[text()='Upload and dry run']").click()
+    result = finished_import(browser, "wrote nothing")
+    if "~ Stadium stadium_mlb_oracle_park: capacity" not in result or "stadiumcloud-console-uploads" not in result:
         fail(f"the uploaded folder's dry run shows {result[:800]}")
 
     step("the schema and the jobs pages")
