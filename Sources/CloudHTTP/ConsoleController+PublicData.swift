@@ -44,7 +44,10 @@ extension ConsoleController {
         return "<a href=\"/console/public/record?\(ConsoleFormat.escape(query))\">\(ConsoleFormat.escape(text ?? recordName))</a>"
     }
 
-    func status(_ summary: PublicRecordSummary) -> String { summary.deleted ? "deleted" : summary.deprecated ? "deprecated" : "live" }
+    func status(_ summary: PublicRecordSummary) -> String { Self.status(deleted: summary.deleted, deprecated: summary.deprecated) }
+
+    /// Canonical data is deprecated, never deleted; a record's tombstone says deleted.
+    static func status(deleted: Bool, deprecated: Bool) -> String { deleted ? "deleted" : deprecated ? "deprecated" : "live" }
 
     func publicRecords(_ request: Request, _ session: ConsoleSession, _ logger: Logger) async throws -> Response {
         let scope = self.scope(of: request)
@@ -133,7 +136,7 @@ extension ConsoleController {
                 </section>
                 """
         }
-        let state = record.deleted ? "deleted" : record.fields["deprecatedAt"] != nil ? "deprecated" : "live"
+        let state = Self.status(deleted: record.deleted, deprecated: record.fields["deprecatedAt"] != nil)
         return self.html(
             title,
             """

@@ -91,7 +91,7 @@ struct ConsoleController: Sendable {
             "Sign in",
             """
             <h1>StadiumCloud console</h1>
-            \(error.map { "<p class=error role=alert>\(SignInController.escape($0))</p>" } ?? "")
+            \(error.map { "<p class=error role=alert>\(ConsoleFormat.escape($0))</p>" } ?? "")
             <form method=post action="/console/signin">
             <input type=hidden name=formToken value="\(formToken)">
             <label>Operator account <input name=accountName autocomplete=username required autofocus></label>
@@ -153,7 +153,7 @@ struct ConsoleController: Sendable {
     func refused(_ reason: String, signIn: Bool) -> Response {
         var response = self.html(
             "Refused",
-            "<h1>Refused</h1><p class=error role=alert>\(SignInController.escape(reason))</p><p><a href=\"/console\(signIn ? "/signin" : "")\">Back</a></p>"
+            "<h1>Refused</h1><p class=error role=alert>\(ConsoleFormat.escape(reason))</p><p><a href=\"/console\(signIn ? "/signin" : "")\">Back</a></p>"
         )
         response.status = .forbidden
         return response
@@ -177,7 +177,7 @@ struct ConsoleController: Sendable {
             <a href="/console/schema">Schema</a> <a href="/console/accounts">Accounts</a> <a href="/console/credentials">Credentials</a>
             <a href="/console/jobs">Jobs</a>
             <form method=post action="/console/signout" class=inline>\(self.formToken(session))
-            <button>Sign out \(SignInController.escape(session.account.name))</button></form></nav>
+            <button>Sign out \(ConsoleFormat.escape(session.account.name))</button></form></nav>
             """
         }
         let page = """

@@ -60,11 +60,12 @@ extension RecordStore {
             builder.append("SELECT \(Self.summaryColumns) \(from) AND NOT r.deleted")
             if !recordType.isEmpty { builder.append(" AND r.record_type = \(builder.bind(recordType))") }
             if !text.isEmpty {
-                let pattern = builder.bind("%" + Self.likeEscaped(text) + "%")
+                // Substring search as the accounts page does it: no pattern, so nothing in the text needs escaping.
+                let lowered = builder.bind(text.lowercased())
                 builder.append(
                     """
-                     AND (r.record_name ILIKE \(pattern) OR EXISTS (
-                        SELECT 1 FROM jsonb_each(r.fields) f WHERE f.value->>'type' = 'STRING' AND f.value->>'value' ILIKE \(pattern)))
+                     AND (strpos(lower(r.record_name), \(lowered)) > 0 OR EXISTS (
+                        SELECT 1 FROM jsonb_each(r.fields) f WHERE f.value->>'type' = 'STRING' AND strpos(lower(f.value->>'value'), \(lowered)) > 0))
                     """)
             }
             builder.append(" ORDER BY r.record_type, r.record_name LIMIT \(builder.bind(limit))")
@@ -119,15 +120,5 @@ extension RecordStore {
                 """, logger: logger
             ).decode((Int32, Int64, Int32).self).all().map { ($0.0, $0.1, Int($0.2)) }
         }
-    }
-
-    /// `text` with LIKE's wildcards and escape character taken literally.
-    static func likeEscaped(_ text: String) -> String {
-        var escaped = ""
-        for character in text {
-            if character == "\\" || character == "%" || character == "_" { escaped.append("\\") }
-            escaped.append(character)
-        }
-        return escaped
     }
 }

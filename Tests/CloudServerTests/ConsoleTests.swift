@@ -175,6 +175,8 @@ import Testing
             let oracle = "stadium_mlb_oracle_park"
             let found = try await Self.request(server, "/console/public?type=Stadium&q=oracle", cookies: cookies)
             #expect(found.status == 200 && found.html.contains(oracle) && found.html.contains("<td>Oracle Park</td>"))
+            // The text is searched for as it is: "%" is not a wildcard.
+            #expect(!(try await Self.request(server, "/console/public?q=%25", cookies: cookies).html.contains(oracle)))
             let page = try await Self.request(server, "/console/public/record?zone=_defaultZone&name=\(oracle)", cookies: cookies)
             #expect(page.html.contains("Pacific Bell Park") && page.html.contains("stadium_alias_mlb_oracle_park_4"))
             let formToken = try #require(page.formToken)
