@@ -20,75 +20,29 @@ extension RecordStore {
             throw CloudError.badRequest(
                 "a request may hold at most \(self.limits.maxOperations) operations; this one has \(operations.count): split it")
         }
-        let atomic = zoneName != defaultZoneName && (requestedAtomic ?? true)
-        let limits = self.limits
+        let batch = WriteBatch(
+            operations: operations, zoneName: zoneName, atomic: zoneName != defaultZoneName && (requestedAtomic ?? true), database: database,
+            stamp: stamp, idempotency: idempotency, check: check, person: person)
         do {
-            let result = try await self.client.transaction(logger: logger) { connection in
-                let (head, zoneID, deployed, scope) = try await self.beginWrite(zoneName: zoneName, in: database, on: connection, logger: logger)
-                // A create needs no lookup: the upsert refuses a create whose name is live, and only those are loaded.
-                let lookedUp = operations.filter { $0.type != .create && $0.refusal == nil }.map(\.recordName)
-                // The key's answer is read under the database lock: a retry racing its original waits for it, then
-                // finds its answer.
-                let (stored, existing) = try await Self.lookUp(
-                    lookedUp, answerTo: idempotency, zoneID: zoneID, databaseID: database.id, on: connection, logger: logger)
-                if let stored { return ModifyResult(outcomes: [], atomicFailed: false, answer: stored) }
-                func finish(_ result: ModifyResult) async throws -> ModifyResult {
-                    guard let idempotency else { return result }
-                    return try await self.keepAnswer(to: idempotency, of: result, databaseID: database.id, on: connection, logger: logger)
-                }
-                var operations = operations
-                if database.scope == .public, let person {
-                    let rules = deployed ?? Schema(recordTypes: [:])
-                    for index in operations.indices {
-                        let operation = operations[index]
-                        operations[index].refusal =
-                            operation.refusal ?? rules.publicRefusal(of: operation, existing: existing[operation.recordName], by: person)
+            let result: ModifyResult
+            if let written = try await self.writeOptimistically(batch, logger: logger) {
+                result = written
+            } else {
+                result = try await self.client.transaction(logger: logger) { connection in
+                    let (head, zoneID, schema, scope) = try await self.beginWrite(zoneName: zoneName, in: database, on: connection, logger: logger)
+                    // A create needs no lookup: the upsert refuses a create whose name is live, and only those are loaded.
+                    let lookedUp = operations.filter { $0.type != .create && $0.refusal == nil }.map(\.recordName)
+                    // The key's answer is read under the database lock: a retry racing its original waits for it, then
+                    // finds its answer.
+                    let (stored, existing) = try await Self.lookUp(
+                        lookedUp, answerTo: idempotency, zoneID: zoneID, databaseID: database.id, on: connection, logger: logger)
+                    if let stored { return ModifyResult(outcomes: [], atomicFailed: false, answer: stored) }
+                    let basis = WriteBasis(head: head, zoneID: zoneID, schema: schema, scope: scope, existing: existing)
+                    guard let result = try await self.write(batch, on: basis, holdingLock: true, connection, logger: logger) else {
+                        throw CloudError(.internalError, "a write under the database lock asked for the lock")
                     }
+                    return result
                 }
-                var schema = deployed
-                if let deployed, scope.isDevelopment, self.justInTimeSchema, person == nil,
-                    let additions = deployed.additions(for: operations, existing: existing, in: database.scope)
-                {
-                    schema = try await self.extendSchema(with: additions, in: scope, on: connection, logger: logger)
-                }
-                var plan = ModificationPlan(
-                    operations: operations, existing: existing, firstSeq: head + 1, stamp: stamp,
-                    maxRecordBytes: limits.maxRecordBytes, schema: schema, scope: database.scope)
-                if let check {
-                    for record in plan.writes where !record.deleted {
-                        if let refusal = check(record) { plan.fail(record.recordName, refusal) }
-                    }
-                }
-                try await Self.checkValidatedReferences(&plan, existing: existing, zoneID: zoneID, on: connection, logger: logger)
-                try await Self.checkAssetsExist(&plan, databaseID: database.id, on: connection, logger: logger)
-                if atomic, plan.outcomes.contains(where: \.isFailure) {
-                    return try await finish(ModifyResult(outcomes: Self.atomicFailure(plan.outcomes), atomicFailed: true))
-                }
-                var writes = plan.writes
-                var lastSeq = plan.lastSeq
-                try await Self.cascadeDeletes(&writes, lastSeq: &lastSeq, zoneID: zoneID, stamp: stamp, on: connection, logger: logger)
-                guard !writes.isEmpty else { return try await finish(ModifyResult(outcomes: plan.outcomes, atomicFailed: false)) }
-                // The answer if every create finds its name free (almost always), stored by the upsert's own statement:
-                // one round trip fewer. A create that meets a live record changes the answer, which is then replaced.
-                var expected = ModifyResult(outcomes: plan.outcomes, atomicFailed: false)
-                let kept = try idempotency.map {
-                    KeptAnswer(key: $0.key, requestHash: $0.requestHash, answer: try $0.answer(expected), createdMs: stamp.timestamp)
-                }
-                expected.answer = kept?.answer
-                let taken = try await Self.store(
-                    writes, creates: plan.creates, zoneID: zoneID, databaseID: database.id, lastSeq: lastSeq, keeping: kept, on: connection,
-                    logger: logger)
-                guard !taken.isEmpty else { return expected }
-                let current = try await Self.loadRecords(Array(taken), zoneID: zoneID, on: connection, logger: logger)
-                let outcomes = plan.outcomes.map { outcome -> OperationOutcome in
-                    guard case .saved(let record) = outcome, taken.contains(record.recordName) else { return outcome }
-                    return .failed(
-                        recordName: record.recordName, error: CloudError(.exists, "record to insert already exists"),
-                        serverRecord: current[record.recordName])
-                }
-                // An atomic batch with a taken name must leave nothing behind: throwing rolls the transaction back.
-                if atomic { throw AtomicBatchFailed(outcomes: Self.atomicFailure(outcomes)) }
-                return try await finish(ModifyResult(outcomes: outcomes, atomicFailed: false))
             }
             if result.outcomes.contains(where: { !$0.isFailure }) { self.changes.committed([database.id]) }
             return result
@@ -97,6 +51,143 @@ extension RecordStore {
             let result = ModifyResult(outcomes: failure.outcomes, atomicFailed: true)
             return ModifyResult(outcomes: failure.outcomes, atomicFailed: true, answer: try idempotency?.answer(result))
         }
+    }
+
+    /// One `records/modify` request, as `modify` received it.
+    struct WriteBatch: Sendable {
+        var operations: [RecordOperation]
+        var zoneName: String
+        var atomic: Bool
+        var database: DatabaseRef
+        var stamp: ChangeStamp
+        var idempotency: IdempotentWrite?
+        var check: (@Sendable (Record) -> CloudError?)?
+        var person: String?
+    }
+
+    /// What a write plans from: the database's last change number, the zone, the schema in force and where it is,
+    /// and the stored versions of the records the batch looks up.
+    struct WriteBasis {
+        var head: Int64
+        var zoneID: Int64
+        var schema: Schema?
+        var scope: SchemaScope
+        var existing: [String: Record]
+    }
+
+    /// The optimistic write (docs/SYNC.md, "Writes"): one read without the lock, the plan, then one statement that
+    /// writes only if the database's change number is still the one read, so nothing was written in between. Two
+    /// round trips and one commit, where the locked write makes five (BEGIN, lock, lookup, store, COMMIT). nil:
+    /// this batch needs the lock (it references assets, extends the schema, or keeps an answer without writing), or
+    /// another write came between the read and the store; the caller then writes under the lock.
+    func writeOptimistically(_ batch: WriteBatch, logger: Logger) async throws -> ModifyResult? {
+        try await self.client.reading { connection in
+            // Creates are looked up too: with no lock held, the plan itself must find a name that is taken.
+            let read = ReadForWrite(
+                databaseID: batch.database.id, zoneName: batch.zoneName, key: batch.idempotency?.key,
+                recordNames: batch.operations.filter { $0.refusal == nil }.map(\.recordName))
+            var start: BeginWrite.Row?
+            var existing: [String: Record] = [:]
+            for try await row in try await connection.execute(read, logger: logger) {
+                start = row.start
+                if let stored = try Self.storedAnswer(row.found.answer, to: batch.idempotency) {
+                    return ModifyResult(outcomes: [], atomicFailed: false, answer: stored)
+                }
+                if let columns = row.found.record {
+                    let record = try Self.record(from: Self.snapshot(columns))
+                    existing[record.recordName] = record
+                }
+            }
+            guard let start else { throw CloudError(.internalError, "database \(batch.database.id) vanished") }
+            let (zoneID, schema, scope) = try await self.zoneAndSchema(start, zoneName: batch.zoneName, on: connection, logger: logger)
+            let basis = WriteBasis(head: start.head, zoneID: zoneID, schema: schema, scope: scope, existing: existing)
+            do {
+                return try await self.write(batch, on: basis, holdingLock: false, connection, logger: logger)
+            } catch is DatabaseMovedOn {
+                self.retriedUnderLock.add(1, ordering: .relaxed)
+                return nil
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+                // The key's answer was stored in between by a write that changed no record: the lock finds it.
+                self.retriedUnderLock.add(1, ordering: .relaxed)
+                return nil
+            }
+        }
+    }
+
+    /// Plans `batch` on `basis` and stores it. Without `holdingLock`, the store writes only if the database is as
+    /// `basis` found it (else `DatabaseMovedOn`), and nil is returned for a batch that needs the lock.
+    func write(_ batch: WriteBatch, on basis: WriteBasis, holdingLock: Bool, _ connection: PostgresConnection, logger: Logger) async throws
+        -> ModifyResult?
+    {
+        let (database, stamp, zoneID) = (batch.database, batch.stamp, basis.zoneID)
+        // Rules see what the locked write looks up: creates are not, so a create over a live name is EXISTS either way.
+        let creates = Set(batch.operations.filter { $0.type == .create }.map(\.recordName))
+        let existing = basis.existing.filter { !creates.contains($0.key) }
+        func finish(_ result: ModifyResult) async throws -> ModifyResult? {
+            guard let idempotency = batch.idempotency else { return result }
+            // Keeping an answer without a write cannot be made conditional on the database's change number.
+            guard holdingLock else { return nil }
+            return try await self.keepAnswer(to: idempotency, of: result, databaseID: database.id, on: connection, logger: logger)
+        }
+        var operations = batch.operations
+        if database.scope == .public, let person = batch.person {
+            let rules = basis.schema ?? Schema(recordTypes: [:])
+            for index in operations.indices {
+                let operation = operations[index]
+                operations[index].refusal =
+                    operation.refusal ?? rules.publicRefusal(of: operation, existing: existing[operation.recordName], by: person)
+            }
+        }
+        var schema = basis.schema
+        if let deployed = basis.schema, basis.scope.isDevelopment, self.justInTimeSchema, batch.person == nil,
+            let additions = deployed.additions(for: operations, existing: existing, in: database.scope)
+        {
+            guard holdingLock else { return nil }
+            schema = try await self.extendSchema(with: additions, in: basis.scope, on: connection, logger: logger)
+        }
+        var plan = ModificationPlan(
+            operations: operations, existing: basis.existing, firstSeq: basis.head + 1, stamp: stamp,
+            maxRecordBytes: self.limits.maxRecordBytes, schema: schema, scope: database.scope)
+        if let check = batch.check {
+            for record in plan.writes where !record.deleted {
+                if let refusal = check(record) { plan.fail(record.recordName, refusal) }
+            }
+        }
+        // The asset collector deletes under the lock without a new change number, so only the lock keeps an asset.
+        if !holdingLock, plan.writes.contains(where: { !$0.deleted && !Self.assetChecksums(in: $0.fields).isEmpty }) { return nil }
+        try await Self.checkValidatedReferences(&plan, existing: basis.existing, zoneID: zoneID, on: connection, logger: logger)
+        try await Self.checkAssetsExist(&plan, databaseID: database.id, on: connection, logger: logger)
+        if batch.atomic, plan.outcomes.contains(where: \.isFailure) {
+            return try await finish(ModifyResult(outcomes: Self.atomicFailure(plan.outcomes), atomicFailed: true))
+        }
+        var writes = plan.writes
+        var lastSeq = plan.lastSeq
+        try await Self.cascadeDeletes(&writes, lastSeq: &lastSeq, zoneID: zoneID, stamp: stamp, on: connection, logger: logger)
+        guard !writes.isEmpty else { return try await finish(ModifyResult(outcomes: plan.outcomes, atomicFailed: false)) }
+        // The answer if every create finds its name free (almost always), stored by the upsert's own statement:
+        // one round trip fewer. A create that meets a live record changes the answer, which is then replaced.
+        var expected = ModifyResult(outcomes: plan.outcomes, atomicFailed: false)
+        let kept = try batch.idempotency.map {
+            KeptAnswer(key: $0.key, requestHash: $0.requestHash, answer: try $0.answer(expected), createdMs: stamp.timestamp)
+        }
+        expected.answer = kept?.answer
+        let taken = try await Self.store(
+            writes, creates: plan.creates, zoneID: zoneID, databaseID: database.id, lastSeq: lastSeq, expectedHead: holdingLock ? nil : basis.head,
+            keeping: kept, on: connection, logger: logger)
+        // Without the lock nothing is taken: creates were looked up, and nothing was written since.
+        guard !taken.isEmpty else { return expected }
+        let current = try await Self.loadRecords(Array(taken), zoneID: zoneID, on: connection, logger: logger)
+        let outcomes = plan.outcomes.map { outcome -> OperationOutcome in
+            guard case .saved(let record) = outcome, taken.contains(record.recordName) else { return outcome }
+            return .failed(
+                recordName: record.recordName, error: CloudError(.exists, "record to insert already exists"), serverRecord: current[record.recordName]
+            )
+        }
+        // An atomic batch with a taken name must leave nothing behind: throwing rolls the transaction back.
+        if batch.atomic { throw AtomicBatchFailed(outcomes: Self.atomicFailure(outcomes)) }
+        guard let idempotency = batch.idempotency else { return ModifyResult(outcomes: outcomes, atomicFailed: false) }
+        return try await self.keepAnswer(
+            to: idempotency, of: ModifyResult(outcomes: outcomes, atomicFailed: false), databaseID: database.id, on: connection, logger: logger)
     }
 
     /// A failed atomic batch: every operation that would have succeeded reports ATOMIC_ERROR instead.
@@ -129,12 +220,20 @@ extension RecordStore {
         head: Int64, zoneID: Int64, schema: Schema?, scope: SchemaScope
     ) {
         for try await row in try await connection.execute(BeginWrite(databaseID: database.id, zoneName: zoneName), logger: logger) {
-            guard let zoneID = row.zoneID else { throw CloudError(.zoneNotFound, "zone \(zoneName) does not exist") }
-            let scope = SchemaScope(container: row.container, environment: row.environment)
-            guard let schemaVersion = row.schemaVersion else { return (row.head, zoneID, nil, scope) }
-            return (row.head, zoneID, try await self.schema(version: schemaVersion, on: connection, logger: logger), scope)
+            let (zoneID, schema, scope) = try await self.zoneAndSchema(row, zoneName: zoneName, on: connection, logger: logger)
+            return (row.head, zoneID, schema, scope)
         }
         throw CloudError(.internalError, "database \(database.id) vanished")
+    }
+
+    /// The zone's id (ZONE_NOT_FOUND when it has none), the schema in force and where it is, from a write's first row.
+    func zoneAndSchema(_ row: BeginWrite.Row, zoneName: String, on connection: PostgresConnection, logger: Logger) async throws -> (
+        zoneID: Int64, schema: Schema?, scope: SchemaScope
+    ) {
+        guard let zoneID = row.zoneID else { throw CloudError(.zoneNotFound, "zone \(zoneName) does not exist") }
+        let scope = SchemaScope(container: row.container, environment: row.environment)
+        guard let schemaVersion = row.schemaVersion else { return (zoneID, nil, scope) }
+        return (zoneID, try await self.schema(version: schemaVersion, on: connection, logger: logger), scope)
     }
 
     /// The stored answer to `write`'s key (a key reused for another request is BAD_REQUEST) and the stored versions
@@ -147,19 +246,22 @@ extension RecordStore {
         var records: [String: Record] = [:]
         let statement = WriteLookup(databaseID: databaseID, key: write?.key, zoneID: zoneID, recordNames: names)
         for try await row in try await connection.execute(statement, logger: logger) {
-            if let write, let columns = row.answer {
-                guard columns.requestHash == write.requestHash else {
-                    throw CloudError.badRequest(
-                        "Idempotency-Key \(write.key) was already used for a different request; use a new key for a new request")
-                }
-                answer = StoredAnswer(status: columns.status, body: Array(columns.body))
-            }
+            if let stored = try Self.storedAnswer(row.answer, to: write) { answer = stored }
             if let columns = row.record {
                 let record = try Self.record(from: Self.snapshot(columns))
                 records[record.recordName] = record
             }
         }
         return (answer, records)
+    }
+
+    /// The answer stored for `write`'s key, if any; a key reused for another request is BAD_REQUEST.
+    static func storedAnswer(_ columns: (requestHash: Data, status: Int, body: Data)?, to write: IdempotentWrite?) throws -> StoredAnswer? {
+        guard let write, let columns else { return nil }
+        guard columns.requestHash == write.requestHash else {
+            throw CloudError.badRequest("Idempotency-Key \(write.key) was already used for a different request; use a new key for a new request")
+        }
+        return StoredAnswer(status: columns.status, body: Array(columns.body))
     }
 
     /// Fails saves whose VALIDATE references point at a record that will not exist after the batch.
@@ -221,23 +323,28 @@ extension RecordStore {
     /// those that met a live record (EXISTS). Every version of one call shares its `modified` stamp (one request,
     /// one writer), bound once; `created` is that stamp for a new record (or one replacing a tombstone) and stays
     /// as stored otherwise — the rule `ModificationPlan` follows, applied by the database.
-    /// With `keeping`, the same statement stores an idempotent write's answer.
+    /// With `expectedHead`, writes only if the database's change number is still that one, else `DatabaseMovedOn`
+    /// (nil: the caller holds the database lock). With `keeping`, the same statement stores an idempotent write's answer.
     @discardableResult
     static func store(
-        _ writes: [Record], creates: Set<String> = [], zoneID: Int64, databaseID: Int64, lastSeq: Int64, keeping kept: KeptAnswer? = nil,
-        on connection: PostgresConnection, logger: Logger
+        _ writes: [Record], creates: Set<String> = [], zoneID: Int64, databaseID: Int64, lastSeq: Int64, expectedHead: Int64? = nil,
+        keeping kept: KeptAnswer? = nil, on connection: PostgresConnection, logger: Logger
     ) async throws -> Set<String> {
         let statement = StoreWrites(
-            zoneID: zoneID, databaseID: databaseID, lastSeq: lastSeq, stamp: writes.last!.modified,
+            zoneID: zoneID, databaseID: databaseID, lastSeq: lastSeq, expectedHead: expectedHead, stamp: writes.last!.modified,
             creates: writes.filter { creates.contains($0.recordName) }, others: writes.filter { !creates.contains($0.recordName) })
-        var inserted = Set<String>()
+        var stored: StoreWrites.Row?
         if let kept {
-            for try await name in try await connection.execute(StoreWritesKeepingAnswer(writes: statement, kept: kept), logger: logger) {
-                inserted.insert(name)
+            for try await row in try await connection.execute(StoreWritesKeepingAnswer(writes: statement, kept: kept), logger: logger) {
+                stored = row
             }
         } else {
-            for try await name in try await connection.execute(statement, logger: logger) { inserted.insert(name) }
+            for try await row in try await connection.execute(statement, logger: logger) { stored = row }
         }
-        return Set(statement.creates.map(\.recordName)).subtracting(inserted)
+        guard let stored, stored.wrote else { throw DatabaseMovedOn() }
+        return Set(statement.creates.map(\.recordName)).subtracting(stored.created)
     }
 }
+
+/// An optimistic write found the database's change number moved on since it read: nothing was written.
+struct DatabaseMovedOn: Error {}

@@ -23,6 +23,9 @@ public final class RecordStore: Sendable {
     /// Whether a write in a development environment may add record types and fields to its schema (CloudKit's
     /// just-in-time schema); production never does.
     public let justInTimeSchema: Bool
+    /// Optimistic writes that another write overtook and that were written again under the lock (RecordStore+Modify).
+    public var writesRetriedUnderLock: Int { self.retriedUnderLock.load(ordering: .relaxed) }
+    let retriedUnderLock = Atomic<Int>(0)
 
     struct DatabaseKey: Hashable {
         var container: String

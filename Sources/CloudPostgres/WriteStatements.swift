@@ -31,6 +31,55 @@ struct BeginWrite: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode((Int64, Int64?, Int32?, String, String).self) }
 }
 
+/// The optimistic write's one read, without the lock (RecordStore+Modify): what `BeginWrite` and `WriteLookup` read,
+/// in one statement and so one snapshot. One row per record found; a single row when none is (no row: no database).
+struct ReadForWrite: PostgresPreparedStatement {
+    static let sql = """
+        SELECT d.change_seq, z.id,
+            (SELECT max(version) FROM schema_versions v WHERE v.container = d.container AND v.environment = d.environment),
+            d.container, d.environment,
+            a.request_hash, a.status, a.answer, r.record_name, r.record_type, r.change_seq, r.deleted, r.fields::text,
+            r.created_ms, r.created_by, r.created_device, r.modified_ms, r.modified_by, r.modified_device
+        FROM databases d
+        LEFT JOIN zones z ON z.database_id = d.id AND z.zone_name = $2 AND NOT z.deleted
+        LEFT JOIN idempotent_writes a ON a.database_id = d.id AND a.key = $3
+        LEFT JOIN records r ON r.zone_id = z.id AND r.record_name = ANY($4::text[])
+        WHERE d.id = $1
+        """
+    typealias Row = (start: BeginWrite.Row, found: WriteLookup.Row)
+
+    var databaseID: Int64
+    var zoneName: String
+    var key: String?
+    var recordNames: [String]
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 4)
+        bindings.append(self.databaseID)
+        bindings.append(self.zoneName)
+        bindings.append(self.key)
+        bindings.append(self.recordNames)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        let (
+            head, zoneID, schemaVersion, container, environment, hash, status, answer, name, type, seq, deleted, fields, createdMs, createdBy,
+            createdDevice, modifiedMs, modifiedBy, modifiedDevice
+        ) =
+            try row.decode(
+                (
+                    Int64, Int64?, Int32?, String, String, Data?, Int?, Data?, String?, String?, Int64?, Bool?, String?, Int64?, String?, String?,
+                    Int64?, String?, String?
+                ).self)
+        return (
+            (head, zoneID, schemaVersion, container, environment),
+            WriteLookup.row(
+                hash, status, answer, name, type, seq, deleted, fields, createdMs, createdBy, createdDevice, modifiedMs, modifiedBy, modifiedDevice)
+        )
+    }
+}
+
 /// After the lock: the stored answer of an idempotency key (nil: none asked) and the stored versions of the records
 /// a batch looks up, in one round trip. One row per record found, each carrying the answer; a single row of nulls
 /// when none is found.
@@ -61,6 +110,15 @@ struct WriteLookup: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row {
         let (hash, status, answer, name, type, seq, deleted, fields, createdMs, createdBy, createdDevice, modifiedMs, modifiedBy, modifiedDevice) =
             try row.decode((Data?, Int?, Data?, String?, String?, Int64?, Bool?, String?, Int64?, String?, String?, Int64?, String?, String?).self)
+        return Self.row(
+            hash, status, answer, name, type, seq, deleted, fields, createdMs, createdBy, createdDevice, modifiedMs, modifiedBy, modifiedDevice)
+    }
+
+    /// The answer's and the record's columns, each nil when its join found nothing.
+    static func row(
+        _ hash: Data?, _ status: Int?, _ answer: Data?, _ name: String?, _ type: String?, _ seq: Int64?, _ deleted: Bool?, _ fields: String?,
+        _ createdMs: Int64?, _ createdBy: String?, _ createdDevice: String?, _ modifiedMs: Int64?, _ modifiedBy: String?, _ modifiedDevice: String?
+    ) -> Row {
         var answerColumns: (requestHash: Data, status: Int, body: Data)?
         if let hash, let status, let answer { answerColumns = (hash, status, answer) }
         guard let name, let type, let seq, let deleted, let fields, let createdMs, let createdBy, let createdDevice, let modifiedMs, let modifiedBy,
@@ -72,20 +130,25 @@ struct WriteLookup: PostgresPreparedStatement {
 
 /// Stores a batch's new record versions in one statement: creates only over tombstones (a live name is left as it
 /// is and reported back), the other writes over anything; advances the database's and the zone's change number.
-/// With `kept`, the same statement stores an idempotent write's answer.
+/// With `expectedHead`, it writes nothing unless the database's change number is still that one (the optimistic
+/// write, RecordStore+Modify): the database's row is updated first and every other part waits for it, so a writer
+/// that committed since, or commits while this one waits for the row, makes it write nothing. nil: the caller holds
+/// the database lock. With `kept`, the same statement stores an idempotent write's answer. Its one row: whether it
+/// wrote, and the creates it stored.
 struct StoreWrites: PostgresPreparedStatement {
     static var name: String { "StoreWrites" }
     static let sql = Self.text(keeping: false)
-    typealias Row = String
+    typealias Row = (wrote: Bool, created: [String])
 
     var zoneID: Int64
     var databaseID: Int64
     var lastSeq: Int64
+    var expectedHead: Int64?
     var stamp: ChangeStamp
     var creates: [Record]
     var others: [Record]
 
-    /// The statement's text; `keeping` adds the stored answer ($21–$25).
+    /// The statement's text; `keeping` adds the stored answer ($22–$26).
     static func text(keeping: Bool) -> String {
         func upsert(_ first: Int, onlyOverTombstones: Bool) -> String {
             let p = (first..<first + 7).map { "$\($0)" }
@@ -98,6 +161,7 @@ struct StoreWrites: PostgresPreparedStatement {
                     $2, $3, $4, $2, $3, $4
                 FROM unnest(\(p[0])::text[], \(p[1])::text[], \(p[2])::int8[], \(p[3])::bool[], \(p[4])::text[], \(p[5])::text[], \(p[6])::text[])
                     AS u(name, type, seq, deleted, fields, refs, assets)
+                WHERE EXISTS (SELECT FROM advanced)
                 ON CONFLICT (zone_id, record_name) DO UPDATE SET
                     record_type = EXCLUDED.record_type, change_seq = EXCLUDED.change_seq, deleted = EXCLUDED.deleted,
                     fields = EXCLUDED.fields, cascade_refs = EXCLUDED.cascade_refs, asset_refs = EXCLUDED.asset_refs,
@@ -111,19 +175,19 @@ struct StoreWrites: PostgresPreparedStatement {
         }
         let keep = """
             kept AS (INSERT INTO idempotent_writes (database_id, key, request_hash, status, answer, created_ms)
-                VALUES ($20, $21, $22, $23, $24, $25) RETURNING 1),
+                SELECT $20, $22::text, $23::bytea, $24::int4, $25::bytea, $26::int8 FROM advanced RETURNING 1),
             """
         return """
-            WITH \(keeping ? keep : "") created AS (\(upsert(5, onlyOverTombstones: true))),
+            WITH advanced AS (UPDATE databases SET change_seq = $19 WHERE id = $20 AND ($21::int8 IS NULL OR change_seq = $21) RETURNING 1),
+            \(keeping ? keep : "") created AS (\(upsert(5, onlyOverTombstones: true))),
             upserted AS (\(upsert(12, onlyOverTombstones: false))),
-            advanced AS (UPDATE databases SET change_seq = $19 WHERE id = $20 RETURNING 1),
-            zoned AS (UPDATE zones SET change_seq = $19, modified_ms = $2 WHERE id = $1 RETURNING 1)
-            SELECT record_name FROM created
+            zoned AS (UPDATE zones SET change_seq = $19, modified_ms = $2 WHERE id = $1 AND EXISTS (SELECT FROM advanced) RETURNING 1)
+            SELECT EXISTS (SELECT FROM advanced), ARRAY(SELECT record_name FROM created)
             """
     }
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 25)
+        var bindings = PostgresBindings(capacity: 26)
         bindings.append(self.zoneID)
         bindings.append(self.stamp.timestamp)
         bindings.append(self.stamp.userRecordName)
@@ -147,17 +211,18 @@ struct StoreWrites: PostgresPreparedStatement {
         }
         bindings.append(self.lastSeq)
         bindings.append(self.databaseID)
+        bindings.append(self.expectedHead)
         return bindings
     }
 
-    func decodeRow(_ row: PostgresRow) throws -> String { try row.decode(String.self) }
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode((Bool, [String]).self) }
 }
 
 /// `StoreWrites` that also stores an idempotent write's answer in the same statement.
 struct StoreWritesKeepingAnswer: PostgresPreparedStatement {
     static var name: String { "StoreWritesKeepingAnswer" }
     static let sql = StoreWrites.text(keeping: true)
-    typealias Row = String
+    typealias Row = StoreWrites.Row
 
     var writes: StoreWrites
     var kept: KeptAnswer
@@ -172,5 +237,5 @@ struct StoreWritesKeepingAnswer: PostgresPreparedStatement {
         return bindings
     }
 
-    func decodeRow(_ row: PostgresRow) throws -> String { try row.decode(String.self) }
+    func decodeRow(_ row: PostgresRow) throws -> Row { try self.writes.decodeRow(row) }
 }

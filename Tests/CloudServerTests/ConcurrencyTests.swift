@@ -1,6 +1,6 @@
 import CloudCore
 @testable import CloudHTTP
-import CloudPostgres
+@testable import CloudPostgres
 import Foundation
 import Testing
 
@@ -83,6 +83,80 @@ import Testing
             #expect(replicas.count == 3)
             #expect(!final.records.isEmpty)
             for replica in replicas { #expect(replica.records == final.records) }
+        }
+    }
+}
+
+extension ConcurrencyTests {
+    /// Writers that race on one record lose nothing: each `forceUpdate` keeps the fields others wrote (its base must be
+    /// the latest version, never one a concurrent writer has since replaced), and `update`s with change tags count
+    /// exactly. Racing writes are what sends an optimistic write back under the lock; the test sees that it did.
+    @Test func racingWritersOfOneRecordLoseNothing() async throws {
+        try await withTestStore { dependencies in
+            let store = dependencies.records
+            let logger = TestDatabase.logger
+            let account = try await dependencies.credentials.createAccount(name: "racing", idleMs: 3_600_000, logger: logger)
+            let database = try await store.database(
+                container: "c", environment: "development", scope: .private, owner: account.account, logger: logger)
+            @Sendable func stamp(_ writer: Int) -> ChangeStamp {
+                ChangeStamp(timestamp: Int64(Date().timeIntervalSince1970 * 1000), userRecordName: "_w", deviceID: "w\(writer)")
+            }
+            @Sendable func read(_ name: String) async throws -> Record {
+                let found = try await store.lookup([(name, nil)], zoneName: defaultZoneName, in: database, logger: logger)
+                return try RecordStore.record(from: try #require(found.first ?? nil))
+            }
+            let (writers, rounds) = (4, 25)
+            let before = store.writesRetriedUnderLock
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<writers {
+                    group.addTask {
+                        for round in 0..<rounds {
+                            let operation = RecordOperation(
+                                type: .forceUpdate, recordName: "shared", recordType: "Note", fields: ["f\(writer)_\(round)": ["value": .int(1)]])
+                            let result = try await store.modify(
+                                [operation], zoneName: defaultZoneName, atomic: nil, in: database, stamp: stamp(writer), logger: logger)
+                            #expect(result.outcomes.allSatisfy { !$0.isFailure })
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let shared = try await read("shared")
+            #expect(shared.fields.count == writers * rounds)
+
+            // A counter incremented with change tags: a conflict answers the server's record, and the writer retries on it.
+            _ = try await store.modify(
+                [RecordOperation(type: .create, recordName: "counter", recordType: "Note", fields: ["n": ["value": .int(0)]])],
+                zoneName: defaultZoneName, atomic: nil, in: database, stamp: stamp(0), logger: logger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<writers {
+                    group.addTask {
+                        var current = try await read("counter")
+                        var added = 0
+                        while added < 10 {
+                            guard case .int(let n) = current.fields["n"]?.value else { Issue.record("no counter"); return }
+                            let operation = RecordOperation(
+                                type: .update, recordName: "counter", recordType: "Note", changeTag: current.changeTag,
+                                fields: ["n": ["value": .int(n + 1)]])
+                            let result = try await store.modify(
+                                [operation], zoneName: defaultZoneName, atomic: nil, in: database, stamp: stamp(writer), logger: logger)
+                            switch result.outcomes[0] {
+                            case .saved(let record):
+                                current = record
+                                added += 1
+                            case .failed(_, let error, let server):
+                                #expect(error.code == .conflict)
+                                current = try #require(server)
+                            case .deleted: Issue.record("not a delete")
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let counter = try await read("counter")
+            #expect(counter.fields["n"]?.value == .int(Int64(writers * 10)))
+            #expect(store.writesRetriedUnderLock > before)
         }
     }
 }

@@ -22,7 +22,8 @@ struct Benchmark {
         }
         if environment["BENCH_SUITE"] == "hotpath" {
             let bench = HotPathBenchmark(
-                server: server, floorURL: environment["BENCH_FLOOR_URL"], apiToken: apiToken, webToken: webToken, rounds: Int(environment["BENCH_ROUNDS"] ?? "") ?? 500,
+                server: server, floorURL: environment["BENCH_FLOOR_URL"], apiToken: apiToken, webToken: webToken,
+                rounds: Int(environment["BENCH_ROUNDS"] ?? "") ?? 500,
                 settle: .seconds(Int(environment["BENCH_SETTLE_SECONDS"] ?? "") ?? 11))
             try await Self.withClients(database: databaseText) { http, client, logger in
                 var copy = bench
