@@ -97,6 +97,8 @@ let package = Package(
                 "CloudPostgres",
                 "CloudHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
@@ -141,7 +143,7 @@ let package = Package(
             name: "stadiumcloud-floor",
             dependencies: [
                 "CloudPostgres", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             path: "bench/Floor"
         ),

@@ -81,7 +81,7 @@ extension RecordStore {
     /// this batch needs the lock (it references assets, extends the schema, or keeps an answer without writing), or
     /// another write came between the read and the store; the caller then writes under the lock.
     func writeOptimistically(_ batch: WriteBatch, logger: Logger) async throws -> ModifyResult? {
-        try await self.client.reading { connection in
+        try await self.client.reading { connection -> ModifyResult? in
             // Creates are looked up too: with no lock held, the plan itself must find a name that is taken.
             let read = ReadForWrite(
                 databaseID: batch.database.id, zoneName: batch.zoneName, key: batch.idempotency?.key,
