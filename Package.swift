@@ -134,7 +134,7 @@ let package = Package(
                 "CloudCore",
                 "CloudHTTP",
                 "CloudPostgres",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "bench/Sources"
         ),

@@ -3,8 +3,8 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// The write path of `records/modify`: one transaction under the database lock, the plan from `ModificationPlan`,
-/// reference checks, cascades and the one-statement upsert.
+/// The write path of `records/modify`: an optimistic read and a guarded one-statement store, or one transaction under
+/// the database lock; either way the plan from `ModificationPlan`, reference checks, cascades and the upsert.
 extension RecordStore {
     /// Applies a batch of operations in one transaction. `atomic` (custom zones only) makes it all or nothing.
     /// With `idempotency`, a batch whose key was seen before is not applied again: its stored answer returns.
@@ -76,8 +76,9 @@ extension RecordStore {
     }
 
     /// The optimistic write (docs/SYNC.md, "Writes"): one read without the lock, the plan, then one statement that
-    /// writes only if the database's change number is still the one read, so nothing was written in between. Two
-    /// round trips and one commit, where the locked write makes five (BEGIN, lock, lookup, store, COMMIT). nil:
+    /// writes only if the database's change number is still the one read, so nothing was written in between, and
+    /// commits by itself. Three round trips (read, store, a statement that shows the commit done) and one commit,
+    /// where the locked write makes five (BEGIN, lock, lookup, store, COMMIT). nil:
     /// this batch needs the lock (it references assets, extends the schema, or keeps an answer without writing), or
     /// another write came between the read and the store; the caller then writes under the lock.
     func writeOptimistically(_ batch: WriteBatch, logger: Logger) async throws -> ModifyResult? {
@@ -342,6 +343,15 @@ extension RecordStore {
             for try await row in try await connection.execute(statement, logger: logger) { stored = row }
         }
         guard let stored, stored.wrote else { throw DatabaseMovedOn() }
+        if expectedHead != nil {
+            // Outside a transaction the statement commits at the protocol's Sync, after its rows. PostgreSQL holds the
+            // rows back until then, but a backend stopped in the middle of the commit sends them anyway, its error
+            // after; so does a constraint checked at commit. PostgresNIO ends a query at its last row and sends the
+            // next one only once the connection is ready again (or fails it once closed), so the next statement's
+            // answer says the commit is done. Unnamed: a prepared statement's first use on a closed connection was
+            // seen never to end (PostgresNIO 1.33).
+            for try await _ in try await connection.query("SELECT 1", logger: logger) {}
+        }
         return Set(statement.creates.map(\.recordName)).subtracting(stored.created)
     }
 }

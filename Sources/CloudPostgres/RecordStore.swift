@@ -4,8 +4,10 @@ import Logging
 import PostgresNIO
 import Synchronization
 
-/// Owns every line of SQL about databases, zones and records. Each write is one transaction that first locks
-/// the database's row, so change sequence numbers are assigned and committed in a single order (docs/SYNC.md).
+/// Owns every line of SQL about databases, zones and records. Each write is one transaction that holds the
+/// database's row lock from the moment its change numbers are stored until it commits (a record write numbers its rows
+/// optimistically first, then stores them only if the counter has not moved), so change numbers commit in a single
+/// order (docs/SYNC.md).
 public final class RecordStore: Sendable {
     let client: PostgresPool
 

@@ -161,6 +161,40 @@ extension ConcurrencyTests {
     }
 }
 
+extension ConcurrencyTests {
+    /// A write is answered only once it has committed. Outside a transaction a statement commits after its rows are
+    /// sent (at the protocol's Sync); PostgreSQL holds them back until then, but a backend stopped mid-commit sends them
+    /// anyway, with its error after (a fault run lost an acknowledged write that way). A constraint checked at commit
+    /// fails the same way, deterministically.
+    @Test func aSaveThatFailsAtCommitIsNotAnsweredAsSaved() async throws {
+        try await withTestStore { dependencies in
+            let store = dependencies.records
+            let logger = TestDatabase.logger
+            let account = try await dependencies.credentials.createAccount(name: "commit", idleMs: 3_600_000, logger: logger)
+            let database = try await store.database(
+                container: "c", environment: "development", scope: .private, owner: account.account, logger: logger)
+            try await store.client.query(
+                """
+                CREATE FUNCTION refuse_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN RAISE EXCEPTION 'refused at commit'; END $$
+                """, logger: logger)
+            try await store.client.query(
+                """
+                CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER INSERT ON records DEFERRABLE INITIALLY DEFERRED
+                FOR EACH ROW WHEN (NEW.record_name = 'doomed') EXECUTE FUNCTION refuse_at_commit()
+                """, logger: logger)
+            let stamp = ChangeStamp(timestamp: 1, userRecordName: "_w", deviceID: "d")
+            await #expect(throws: (any Error).self) {
+                _ = try await store.modify(
+                    [RecordOperation(type: .create, recordName: "doomed", recordType: "Note", fields: ["n": ["value": .int(1)]])],
+                    zoneName: defaultZoneName, atomic: nil, in: database, stamp: stamp, logger: logger)
+            }
+            let found = try await store.lookup([("doomed", nil)], zoneName: defaultZoneName, in: database, logger: logger)
+            #expect(found.first ?? nil == nil)
+        }
+    }
+}
+
 /// A flag one task sets and others read.
 final class ManagedAtomicFlag: Sendable {
     private let value = Mutex(false)
