@@ -97,8 +97,6 @@ let package = Package(
                 "CloudPostgres",
                 "CloudHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
@@ -134,7 +132,7 @@ let package = Package(
                 "CloudCore",
                 "CloudHTTP",
                 "CloudPostgres",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             path: "bench/Sources"
         ),
@@ -143,7 +141,7 @@ let package = Package(
             name: "stadiumcloud-floor",
             dependencies: [
                 "CloudPostgres", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             path: "bench/Floor"
         ),

@@ -4,6 +4,7 @@
 # (`changes/zone` with the current token); then, one client at a time, a single-record save against a raw
 # single-row upsert, and what each request costs PostgreSQL (stadiumcloud-bench, BENCH_SUITE=hotpath).
 # PostgreSQL runs durable (fsync and synchronous commit on, PG_DURABLE=1), so a commit costs its real WAL flush.
+# Last, the floor, a save and a raw upsert once more at one client with C clients (wrk -c 1, pgbench -c 1).
 # BENCH_PROFILE=1 also records each path with perf under wrk and writes flame graphs to docs/flamegraphs/.
 set -euo pipefail
 export PG_DURABLE="${PG_DURABLE:-1}"
@@ -83,3 +84,24 @@ fi
 
 BENCH_SUITE=hotpath BENCH_SERVER="$bench_url" BENCH_FLOOR_URL="http://127.0.0.1:$floor_port/floor" BENCH_DATABASE_URL="$STADIUMCLOUD_DATABASE_URL" BENCH_API_TOKEN="$api_token" \
 BENCH_WEB_AUTH_TOKEN="$web_token" BENCH_USER_RECORD_NAME="$user_record_name" "$bin/stadiumcloud-bench"
+
+echo
+# The same at one client with C clients that add next to nothing, after the counters above (their own activity would
+# show in them): wrk -c 1 for the floor and a save (a new account's web auth token, reused within its grace period),
+# pgbench -c 1 for a raw single-row upsert with its own commit.
+lean_token="$("$bin/stadiumcloud" accounts create lean 2>/dev/null | sed -n 's/^ckWebAuthToken: //p')"
+cat >"$bench_work/save1.lua" <<'LUA'
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '{"operations":[{"operationType":"forceReplace","record":{"recordName":"lean","recordType":"Visit","fields":{"n":{"value":1}}}}]}'
+LUA
+psql -q "$STADIUMCLOUD_DATABASE_URL" -c "CREATE TABLE lean_raw (id int PRIMARY KEY, n int, notes text)"
+echo "INSERT INTO lean_raw VALUES (1, 1, 'A visit to the ballpark with friends') ON CONFLICT (id) DO UPDATE SET n = lean_raw.n + 1;" \
+    >"$bench_work/raw.sql"
+p50_ms() { wrk -t 1 -c 1 -d 5s --latency -s "$1" "$2" | awk '$1 == "50%" {v = $2; if (v ~ /us$/) v = v / 1000; else v = v + 0; printf "%.2f", v}'; }
+lean_floor="$(p50_ms "$bench_work/post.lua" "http://127.0.0.1:$floor_port/floor")"
+lean_save="$(p50_ms "$bench_work/save1.lua" "$bench_url$path/private/records/modify?ckAPIToken=$api_token&ckWebAuthToken=$lean_token")"
+lean_raw="$(pgbench -n -M prepared -c 1 -T 5 -f "$bench_work/raw.sql" "$STADIUMCLOUD_DATABASE_URL" 2>/dev/null \
+    | awk '/latency average/ {printf "%.2f", $4}')"
+echo "one client, C clients (wrk -c 1 p50, pgbench -c 1 mean): floor request $lean_floor ms, save $lean_save ms, raw upsert $lean_raw ms;" \
+    "save / (floor + raw) $(awk -v s="$lean_save" -v f="$lean_floor" -v r="$lean_raw" 'BEGIN {printf "%.2f", s / (f + r)}')×"

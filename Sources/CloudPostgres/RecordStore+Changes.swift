@@ -140,6 +140,7 @@ extension RecordStore {
 /// record write moves the zone's `change_seq` in the same statement as the rows (RecordStore+Modify), so in one
 /// snapshot "the zone's change_seq is at most the token's" means exactly "no row after the token".
 struct ZoneHead: PostgresPreparedStatement {
+    static var name: String { "ZoneHead" }
     static let sql = """
         SELECT z.id, d.change_seq, z.purged_seq, z.change_seq FROM databases d JOIN zones z ON z.database_id = d.id
         WHERE d.id = $1 AND z.zone_name = $2 AND NOT z.deleted

@@ -75,43 +75,46 @@ extension RecordStore {
         var existing: [String: Record]
     }
 
-    /// The optimistic write (docs/SYNC.md, "Writes"): one read without the lock, the plan, then one statement that
-    /// writes only if the database's change number is still the one read, so nothing was written in between, and
-    /// commits by itself. Three round trips (read, store, a statement that shows the commit done) and one commit,
-    /// where the locked write makes five (BEGIN, lock, lookup, store, COMMIT). nil:
-    /// this batch needs the lock (it references assets, extends the schema, or keeps an answer without writing), or
+    /// The optimistic write (docs/SYNC.md, "Why a token never skips a committed change"): one read without the lock,
+    /// the plan, then one statement that writes only if the database's change number is still the one read, so
+    /// nothing was written in between. Four round trips (BEGIN, read, store, COMMIT) where the locked write makes five
+    /// (BEGIN, lock, lookup, store, COMMIT), and the lock is held for the store alone, not while the batch is planned.
+    /// nil: this batch needs the lock (it references assets, extends the schema, or keeps an answer without writing), or
     /// another write came between the read and the store; the caller then writes under the lock.
     func writeOptimistically(_ batch: WriteBatch, logger: Logger) async throws -> ModifyResult? {
-        try await self.client.reading { connection -> ModifyResult? in
-            // Creates are looked up too: with no lock held, the plan itself must find a name that is taken.
-            let read = ReadForWrite(
-                databaseID: batch.database.id, zoneName: batch.zoneName, key: batch.idempotency?.key,
-                recordNames: batch.operations.filter { $0.refusal == nil }.map(\.recordName))
-            var start: BeginWrite.Row?
-            var existing: [String: Record] = [:]
-            for try await row in try await connection.execute(read, logger: logger) {
-                start = row.start
-                if let stored = try Self.storedAnswer(row.found.answer, to: batch.idempotency) {
-                    return ModifyResult(outcomes: [], atomicFailed: false, answer: stored)
+        do {
+            // In a transaction, though the store is one statement: a statement that commits by itself does so after its
+            // rows are sent, and a backend stopped mid-commit sends them anyway (then its error), which PostgresNIO
+            // takes for success. COMMIT answers only once the commit is done.
+            return try await self.client.transaction(logger: logger) { connection -> ModifyResult? in
+                // Creates are looked up too: with no lock held, the plan itself must find a name that is taken.
+                let read = ReadForWrite(
+                    databaseID: batch.database.id, zoneName: batch.zoneName, key: batch.idempotency?.key,
+                    recordNames: batch.operations.filter { $0.refusal == nil }.map(\.recordName))
+                var start: BeginWrite.Row?
+                var existing: [String: Record] = [:]
+                for try await row in try await connection.execute(read, logger: logger) {
+                    start = row.start
+                    if let stored = try Self.storedAnswer(row.found.answer, to: batch.idempotency) {
+                        return ModifyResult(outcomes: [], atomicFailed: false, answer: stored)
+                    }
+                    if let columns = row.found.record {
+                        let record = try Self.record(from: Self.snapshot(columns))
+                        existing[record.recordName] = record
+                    }
                 }
-                if let columns = row.found.record {
-                    let record = try Self.record(from: Self.snapshot(columns))
-                    existing[record.recordName] = record
-                }
-            }
-            guard let start else { throw CloudError(.internalError, "database \(batch.database.id) vanished") }
-            let (zoneID, schema, scope) = try await self.zoneAndSchema(start, zoneName: batch.zoneName, on: connection, logger: logger)
-            let basis = WriteBasis(head: start.head, zoneID: zoneID, schema: schema, scope: scope, existing: existing)
-            do {
+                guard let start else { throw CloudError(.internalError, "database \(batch.database.id) vanished") }
+                let (zoneID, schema, scope) = try await self.zoneAndSchema(start, zoneName: batch.zoneName, on: connection, logger: logger)
+                let basis = WriteBasis(head: start.head, zoneID: zoneID, schema: schema, scope: scope, existing: existing)
                 return try await self.write(batch, on: basis, holdingLock: false, connection, logger: logger)
-            } catch is DatabaseMovedOn {
-                self.retriedUnderLock.add(1, ordering: .relaxed)
-                return nil
-            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
-                // The key's answer was stored in between by a write that changed no record: the lock finds it.
-                self.retriedUnderLock.add(1, ordering: .relaxed)
-                return nil
             }
+        } catch is DatabaseMovedOn {
+            self.retriedUnderLock.add(1, ordering: .relaxed)
+            return nil
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+            // The key's answer was stored in between by a write that changed no record: the lock finds it.
+            self.retriedUnderLock.add(1, ordering: .relaxed)
+            return nil
         }
     }
 
@@ -343,15 +346,6 @@ extension RecordStore {
             for try await row in try await connection.execute(statement, logger: logger) { stored = row }
         }
         guard let stored, stored.wrote else { throw DatabaseMovedOn() }
-        if expectedHead != nil {
-            // Outside a transaction the statement commits at the protocol's Sync, after its rows. PostgreSQL holds the
-            // rows back until then, but a backend stopped in the middle of the commit sends them anyway, its error
-            // after; so does a constraint checked at commit. PostgresNIO ends a query at its last row and sends the
-            // next one only once the connection is ready again (or fails it once closed), so the next statement's
-            // answer says the commit is done. Unnamed: a prepared statement's first use on a closed connection was
-            // seen never to end (PostgresNIO 1.33).
-            for try await _ in try await connection.query("SELECT 1", logger: logger) {}
-        }
         return Set(statement.creates.map(\.recordName)).subtracting(stored.created)
     }
 }

@@ -5,9 +5,9 @@ import PostgresNIO
 import Synchronization
 
 /// Owns every line of SQL about databases, zones and records. Each write is one transaction that holds the
-/// database's row lock from the moment its change numbers are stored until it commits (a record write numbers its rows
-/// optimistically first, then stores them only if the counter has not moved), so change numbers commit in a single
-/// order (docs/SYNC.md).
+/// database's row lock from the moment its change numbers are stored until it commits (a record write may plan
+/// without the lock, then stores only if the counter has not moved), so change numbers commit in one order
+/// (docs/SYNC.md).
 public final class RecordStore: Sendable {
     let client: PostgresPool
 

@@ -4,11 +4,13 @@ import PostgresNIO
 
 // The record write path's fixed-shape statements, prepared once per connection: PostgreSQL parses them once and,
 // once it finds a generic plan as good, stops planning them (planning the upsert took 0.24 ms of a 2.5 ms save;
-// bench/README.md, "The hot path"). Lists travel as arrays, so one text serves any number of records.
+// bench/README.md, "The hot path"). Lists travel as arrays, so one text serves any number of records. Each names
+// itself: PostgresNIO's default name is `String(reflecting:)` of the type, made again at every execution.
 
 /// The first statement of a record write: takes the database lock, finds the zone and the schema version in one
 /// round trip.
 struct BeginWrite: PostgresPreparedStatement {
+    static var name: String { "BeginWrite" }
     static let sql = """
         SELECT d.change_seq,
             (SELECT id FROM zones WHERE database_id = d.id AND zone_name = $2 AND NOT deleted),
@@ -34,6 +36,7 @@ struct BeginWrite: PostgresPreparedStatement {
 /// The optimistic write's one read, without the lock (RecordStore+Modify): what `BeginWrite` and `WriteLookup` read,
 /// in one statement and so one snapshot. One row per record found; a single row when none is (no row: no database).
 struct ReadForWrite: PostgresPreparedStatement {
+    static var name: String { "ReadForWrite" }
     static let sql = """
         SELECT d.change_seq, z.id,
             (SELECT max(version) FROM schema_versions v WHERE v.container = d.container AND v.environment = d.environment),
@@ -84,6 +87,7 @@ struct ReadForWrite: PostgresPreparedStatement {
 /// a batch looks up, in one round trip. One row per record found, each carrying the answer; a single row of nulls
 /// when none is found.
 struct WriteLookup: PostgresPreparedStatement {
+    static var name: String { "WriteLookup" }
     static let sql = """
         SELECT a.request_hash, a.status, a.answer, r.record_name, r.record_type, r.change_seq, r.deleted, r.fields::text,
             r.created_ms, r.created_by, r.created_device, r.modified_ms, r.modified_by, r.modified_device

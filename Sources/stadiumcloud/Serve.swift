@@ -4,8 +4,6 @@ import CloudHTTP
 import CloudPostgres
 import Foundation
 import Metrics
-import NIOCore
-import NIOPosix
 import Prometheus
 import ServiceLifecycle
 
@@ -38,18 +36,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Waiting requests (changes/wait, courier polls) one account may hold at once.") var waitersPerAccount = 16
     @Flag(inversion: .prefixedNo, help: "Let writes in development add new record types and fields to its schema (production is always strict).")
     var justInTimeSchema = true
-    @Flag(
-        inversion: .prefixedNo,
-        help: "Run Swift concurrency on NIO's event loops: a save takes half the CPU; one large upload is about 13 % slower.")
-    var eventLoopExecutor = true
 
     func run() async throws {
-        // Swift concurrency's jobs run on NIO's event loops, the threads that do the server's and PostgreSQL's I/O:
-        // otherwise every await on a socket hops between two thread pools, which cost a save more CPU than its own
-        // work (bench/README.md, "The hot path").
-        if self.eventLoopExecutor, !NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor() {
-            print("warning: Swift concurrency keeps its own thread pool (NIO's event loops could not take it over)")
-        }
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let migrations = try Migration.load(from: self.database.migrations)

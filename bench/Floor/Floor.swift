@@ -2,15 +2,12 @@ import CloudPostgres
 import Foundation
 import Hummingbird
 import Logging
-import NIOPosix
 import PostgresNIO
 
 /// The floor the hot path is measured against (issue 17): the same HTTP stack (Hummingbird) and database pool
 /// (`PostgresPool` over PostgresNIO) as the server, answering `POST /floor` with one `SELECT 1` and a tiny JSON body.
 @main struct Floor {
     static func main() async throws {
-        // As `stadiumcloud serve` does: the same stack.
-        NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         let environment = ProcessInfo.processInfo.environment
         guard let database = environment["BENCH_DATABASE_URL"], let port = Int(environment["BENCH_FLOOR_PORT"] ?? "") else {
             print("run bench/hotpath.sh, which sets BENCH_DATABASE_URL and BENCH_FLOOR_PORT")

@@ -4,7 +4,6 @@ import CloudPostgres
 import Foundation
 import Logging
 import NIOCore
-import NIOPosix
 import PostgresNIO
 
 /// Measures a running server against the raw PostgreSQL work it stands for, on the same database:
@@ -22,9 +21,6 @@ struct Benchmark {
             return
         }
         if environment["BENCH_SUITE"] == "hotpath" {
-            // One request at a time: the client's own hops between Swift concurrency's pool and NIO's threads would
-            // otherwise be a good part of every latency measured. The server and the floor run the same way.
-            NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
             let bench = HotPathBenchmark(
                 server: server, floorURL: environment["BENCH_FLOOR_URL"], apiToken: apiToken, webToken: webToken,
                 rounds: Int(environment["BENCH_ROUNDS"] ?? "") ?? 500,
