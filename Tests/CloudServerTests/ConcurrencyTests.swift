@@ -26,9 +26,7 @@ import Testing
         try await withTestStore { dependencies in
             let store = dependencies.records
             let logger = TestDatabase.logger
-            let account = try await dependencies.credentials.createAccount(name: "concurrent", idleMs: 3_600_000, logger: logger)
-            let database = try await store.database(
-                container: "c", environment: "development", scope: .private, owner: account.account, logger: logger)
+            let database = try await Self.privateDatabase(of: "concurrent", in: dependencies)
             let writersDone = ManagedAtomicFlag()
 
             /// Pages from the replica's token until moreComing is false.
@@ -95,9 +93,7 @@ extension ConcurrencyTests {
         try await withTestStore { dependencies in
             let store = dependencies.records
             let logger = TestDatabase.logger
-            let account = try await dependencies.credentials.createAccount(name: "racing", idleMs: 3_600_000, logger: logger)
-            let database = try await store.database(
-                container: "c", environment: "development", scope: .private, owner: account.account, logger: logger)
+            let database = try await Self.privateDatabase(of: "racing", in: dependencies)
             @Sendable func stamp(_ writer: Int) -> ChangeStamp {
                 ChangeStamp(timestamp: Int64(Date().timeIntervalSince1970 * 1000), userRecordName: "_w", deviceID: "w\(writer)")
             }
@@ -170,9 +166,7 @@ extension ConcurrencyTests {
         try await withTestStore { dependencies in
             let store = dependencies.records
             let logger = TestDatabase.logger
-            let account = try await dependencies.credentials.createAccount(name: "commit", idleMs: 3_600_000, logger: logger)
-            let database = try await store.database(
-                container: "c", environment: "development", scope: .private, owner: account.account, logger: logger)
+            let database = try await Self.privateDatabase(of: "commit", in: dependencies)
             try await store.client.query(
                 """
                 CREATE FUNCTION refuse_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -192,6 +186,16 @@ extension ConcurrencyTests {
             let found = try await store.lookup([("doomed", nil)], zoneName: defaultZoneName, in: database, logger: logger)
             #expect(found.first ?? nil == nil)
         }
+    }
+}
+
+extension ConcurrencyTests {
+    /// A new account's private database.
+    static func privateDatabase(of name: String, in dependencies: ServerDependencies) async throws -> DatabaseRef {
+        let logger = TestDatabase.logger
+        let account = try await dependencies.credentials.createAccount(name: name, idleMs: 3_600_000, logger: logger)
+        return try await dependencies.records.database(
+            container: "c", environment: "development", scope: .private, owner: account.account, logger: logger)
     }
 }
 
