@@ -25,23 +25,16 @@ extension RecordStore {
             stamp: stamp, idempotency: idempotency, check: check, person: person)
         do {
             let result: ModifyResult
-            if let written = try await self.writeOptimistically(batch, logger: logger) {
-                result = written
-            } else {
+            do {
                 result = try await self.client.transaction(logger: logger) { connection in
-                    let (head, zoneID, schema, scope) = try await self.beginWrite(zoneName: zoneName, in: database, on: connection, logger: logger)
-                    // A create needs no lookup: the upsert refuses a create whose name is live, and only those are loaded.
-                    let lookedUp = operations.filter { $0.type != .create && $0.refusal == nil }.map(\.recordName)
-                    // The key's answer is read under the database lock: a retry racing its original waits for it, then
-                    // finds its answer.
-                    let (stored, existing) = try await Self.lookUp(
-                        lookedUp, answerTo: idempotency, zoneID: zoneID, databaseID: database.id, on: connection, logger: logger)
-                    if let stored { return ModifyResult(outcomes: [], atomicFailed: false, answer: stored) }
-                    let basis = WriteBasis(head: head, zoneID: zoneID, schema: schema, scope: scope, existing: existing)
-                    guard let result = try await self.write(batch, on: basis, holdingLock: true, connection, logger: logger) else {
-                        throw CloudError(.internalError, "a write under the database lock asked for the lock")
-                    }
-                    return result
+                    if let written = try await self.writeOptimistically(batch, on: connection, logger: logger) { return written }
+                    return try await self.writeUnderLock(batch, on: connection, logger: logger)
+                }
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+                // The key's answer was stored meanwhile by a write that changed no record: the lock finds it.
+                self.retriedUnderLock.add(1, ordering: .relaxed)
+                result = try await self.client.transaction(logger: logger) { connection in
+                    try await self.writeUnderLock(batch, on: connection, logger: logger)
                 }
             }
             if result.outcomes.contains(where: { !$0.isFailure }) { self.changes.committed([database.id]) }
@@ -79,43 +72,54 @@ extension RecordStore {
     /// the plan, then one statement that writes only if the database's change number is still the one read, so
     /// nothing was written in between. Four round trips (BEGIN, read, store, COMMIT) where the locked write makes five
     /// (BEGIN, lock, lookup, store, COMMIT), and the lock is held for the store alone, not while the batch is planned.
-    /// nil: this batch needs the lock (it references assets, extends the schema, or keeps an answer without writing), or
-    /// another write came between the read and the store; the caller then writes under the lock.
-    func writeOptimistically(_ batch: WriteBatch, logger: Logger) async throws -> ModifyResult? {
-        do {
-            // In a transaction, though the store is one statement: a statement that commits by itself does so after its
-            // rows are sent, and a backend stopped mid-commit sends them anyway (then its error), which PostgresNIO
-            // takes for success. COMMIT answers only once the commit is done.
-            return try await self.client.transaction(logger: logger) { connection -> ModifyResult? in
-                // Creates are looked up too: with no lock held, the plan itself must find a name that is taken.
-                let read = ReadForWrite(
-                    databaseID: batch.database.id, zoneName: batch.zoneName, key: batch.idempotency?.key,
-                    recordNames: batch.operations.filter { $0.refusal == nil }.map(\.recordName))
-                var start: BeginWrite.Row?
-                var existing: [String: Record] = [:]
-                for try await row in try await connection.execute(read, logger: logger) {
-                    start = row.start
-                    if let stored = try Self.storedAnswer(row.found.answer, to: batch.idempotency) {
-                        return ModifyResult(outcomes: [], atomicFailed: false, answer: stored)
-                    }
-                    if let columns = row.found.record {
-                        let record = try Self.record(from: Self.snapshot(columns))
-                        existing[record.recordName] = record
-                    }
-                }
-                guard let start else { throw CloudError(.internalError, "database \(batch.database.id) vanished") }
-                let (zoneID, schema, scope) = try await self.zoneAndSchema(start, zoneName: batch.zoneName, on: connection, logger: logger)
-                let basis = WriteBasis(head: start.head, zoneID: zoneID, schema: schema, scope: scope, existing: existing)
-                return try await self.write(batch, on: basis, holdingLock: false, connection, logger: logger)
+    /// It runs in a transaction although the store is one statement: a statement that commits by itself does so after
+    /// its rows are sent, a backend stopped mid-commit sends them anyway (then its error), and PostgresNIO takes that
+    /// for success; COMMIT answers only once the commit is done. nil, having written nothing: this batch needs the lock
+    /// (it references assets, extends the schema, or keeps an answer without writing), or another write came between
+    /// the read and the store; the caller then writes under the lock in the same transaction.
+    func writeOptimistically(_ batch: WriteBatch, on connection: PostgresConnection, logger: Logger) async throws -> ModifyResult? {
+        // Creates are looked up too: with no lock held, the plan itself must find a name that is taken.
+        let read = ReadForWrite(
+            databaseID: batch.database.id, zoneName: batch.zoneName, key: batch.idempotency?.key,
+            recordNames: batch.operations.filter { $0.refusal == nil }.map(\.recordName))
+        var start: BeginWrite.Row?
+        var existing: [String: Record] = [:]
+        for try await row in try await connection.execute(read, logger: logger) {
+            start = row.start
+            if let stored = try Self.storedAnswer(row.found.answer, to: batch.idempotency) {
+                return ModifyResult(outcomes: [], atomicFailed: false, answer: stored)
             }
+            if let columns = row.found.record {
+                let record = try Self.record(from: Self.snapshot(columns))
+                existing[record.recordName] = record
+            }
+        }
+        guard let start else { throw CloudError(.internalError, "database \(batch.database.id) vanished") }
+        let (zoneID, schema, scope) = try await self.zoneAndSchema(start, zoneName: batch.zoneName, on: connection, logger: logger)
+        let basis = WriteBasis(head: start.head, zoneID: zoneID, schema: schema, scope: scope, existing: existing)
+        do {
+            return try await self.write(batch, on: basis, holdingLock: false, connection, logger: logger)
         } catch is DatabaseMovedOn {
             self.retriedUnderLock.add(1, ordering: .relaxed)
             return nil
-        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
-            // The key's answer was stored in between by a write that changed no record: the lock finds it.
-            self.retriedUnderLock.add(1, ordering: .relaxed)
-            return nil
         }
+    }
+
+    /// The write under the database lock, from its first statement (docs/SYNC.md).
+    func writeUnderLock(_ batch: WriteBatch, on connection: PostgresConnection, logger: Logger) async throws -> ModifyResult {
+        let (head, zoneID, schema, scope) = try await self.beginWrite(zoneName: batch.zoneName, in: batch.database, on: connection, logger: logger)
+        // A create needs no lookup: the upsert refuses a create whose name is live, and only those are loaded.
+        let lookedUp = batch.operations.filter { $0.type != .create && $0.refusal == nil }.map(\.recordName)
+        // The key's answer is read under the database lock: a retry racing its original waits for it, then finds its
+        // answer.
+        let (stored, existing) = try await Self.lookUp(
+            lookedUp, answerTo: batch.idempotency, zoneID: zoneID, databaseID: batch.database.id, on: connection, logger: logger)
+        if let stored { return ModifyResult(outcomes: [], atomicFailed: false, answer: stored) }
+        let basis = WriteBasis(head: head, zoneID: zoneID, schema: schema, scope: scope, existing: existing)
+        guard let result = try await self.write(batch, on: basis, holdingLock: true, connection, logger: logger) else {
+            throw CloudError(.internalError, "a write under the database lock asked for the lock")
+        }
+        return result
     }
 
     /// Plans `batch` on `basis` and stores it. Without `holdingLock`, the store writes only if the database is as
