@@ -45,14 +45,16 @@ struct MultipartFileStream<Base: AsyncSequence & Sendable>: AsyncSequence, Senda
                 case .done:
                     return nil
                 case .preamble:
-                    if let index = Self.find(self.first, in: self.buffer), let end = Self.find(Array("\r\n".utf8), in: self.buffer, from: index) {
+                    if let index = byteIndex(of: self.first, in: self.buffer),
+                        let end = byteIndex(of: Array("\r\n".utf8), in: self.buffer, from: index)
+                    {
                         self.buffer.removeFirst(end + 2)
                         self.state = .headers
                         continue
                     }
                     guard self.buffer.count < Self.maxHeaderBytes, try await self.fill() else { throw Self.malformed }
                 case .headers:
-                    if let end = Self.find(Array("\r\n\r\n".utf8), in: self.buffer) {
+                    if let end = byteIndex(of: Array("\r\n\r\n".utf8), in: self.buffer) {
                         let headers = String(decoding: self.buffer[..<end], as: UTF8.self).lowercased()
                         self.buffer.removeFirst(end + 4)
                         self.state = Self.isFilePart(headers) ? .content : .skipping
@@ -60,7 +62,7 @@ struct MultipartFileStream<Base: AsyncSequence & Sendable>: AsyncSequence, Senda
                     }
                     guard self.buffer.count < Self.maxHeaderBytes, try await self.fill() else { throw Self.malformed }
                 case .content, .skipping:
-                    if let index = Self.find(self.delimiter, in: self.buffer) {
+                    if let index = byteIndex(of: self.delimiter, in: self.buffer) {
                         let part = Array(self.buffer[..<index])
                         if self.state == .content {
                             self.state = .done
@@ -68,7 +70,7 @@ struct MultipartFileStream<Base: AsyncSequence & Sendable>: AsyncSequence, Senda
                             return part.isEmpty ? nil : ByteBuffer(bytes: part)
                         }
                         // Skipped a part: the next one's headers follow the delimiter line.
-                        guard let end = Self.find(Array("\r\n".utf8), in: self.buffer, from: index + self.delimiter.count) else {
+                        guard let end = byteIndex(of: Array("\r\n".utf8), in: self.buffer, from: index + self.delimiter.count) else {
                             guard try await self.fill() else { throw Self.malformed }
                             continue
                         }
@@ -104,7 +106,6 @@ struct MultipartFileStream<Base: AsyncSequence & Sendable>: AsyncSequence, Senda
         static var malformed: CloudError { CloudError.badRequest("the multipart body is malformed or ends early") }
         static var noFile: CloudError { CloudError.badRequest("the multipart body has no part named files or file") }
 
-        static func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int = 0) -> Int? { byteIndex(of: needle, in: haystack, from: start) }
     }
 }
 

@@ -78,25 +78,8 @@ extension RecordStore {
     /// (it references assets, extends the schema, or keeps an answer without writing), or another write came between
     /// the read and the store; the caller then writes under the lock in the same transaction.
     func writeOptimistically(_ batch: WriteBatch, on connection: PostgresConnection, logger: Logger) async throws -> ModifyResult? {
-        // Creates are looked up too: with no lock held, the plan itself must find a name that is taken.
-        let read = ReadForWrite(
-            databaseID: batch.database.id, zoneName: batch.zoneName, key: batch.idempotency?.key,
-            recordNames: batch.operations.filter { $0.refusal == nil }.map(\.recordName))
-        var start: BeginWrite.Row?
-        var existing: [String: Record] = [:]
-        for try await row in try await connection.execute(read, logger: logger) {
-            start = row.start
-            if let stored = try Self.storedAnswer(row.found.answer, to: batch.idempotency) {
-                return ModifyResult(outcomes: [], atomicFailed: false, answer: stored)
-            }
-            if let columns = row.found.record {
-                let record = try Self.record(from: Self.snapshot(columns))
-                existing[record.recordName] = record
-            }
-        }
-        guard let start else { throw CloudError(.internalError, "database \(batch.database.id) vanished") }
-        let (zoneID, schema, scope) = try await self.zoneAndSchema(start, zoneName: batch.zoneName, on: connection, logger: logger)
-        let basis = WriteBasis(head: start.head, zoneID: zoneID, schema: schema, scope: scope, existing: existing)
+        let (stored, basis) = try await self.read(for: batch, on: connection, logger: logger)
+        if let stored { return ModifyResult(outcomes: [], atomicFailed: false, answer: stored) }
         do {
             return try await self.write(batch, on: basis, holdingLock: false, connection, logger: logger)
         } catch is DatabaseMovedOn {
@@ -105,21 +88,39 @@ extension RecordStore {
         }
     }
 
-    /// The write under the database lock, from its first statement (docs/SYNC.md).
+    /// The write under the database lock (docs/SYNC.md): the same read once the lock is held. The key's answer is
+    /// then read under the lock too: a retry racing its original waits for it, then finds its answer.
     func writeUnderLock(_ batch: WriteBatch, on connection: PostgresConnection, logger: Logger) async throws -> ModifyResult {
-        let (head, zoneID, schema, scope) = try await self.beginWrite(zoneName: batch.zoneName, in: batch.database, on: connection, logger: logger)
-        // A create needs no lookup: the upsert refuses a create whose name is live, and only those are loaded.
-        let lookedUp = batch.operations.filter { $0.type != .create && $0.refusal == nil }.map(\.recordName)
-        // The key's answer is read under the database lock: a retry racing its original waits for it, then finds its
-        // answer.
-        let (stored, existing) = try await Self.lookUp(
-            lookedUp, answerTo: batch.idempotency, zoneID: zoneID, databaseID: batch.database.id, on: connection, logger: logger)
+        _ = try await Self.lockChangeSequence(of: batch.database, on: connection, logger: logger)
+        let (stored, basis) = try await self.read(for: batch, on: connection, logger: logger)
         if let stored { return ModifyResult(outcomes: [], atomicFailed: false, answer: stored) }
-        let basis = WriteBasis(head: head, zoneID: zoneID, schema: schema, scope: scope, existing: existing)
         guard let result = try await self.write(batch, on: basis, holdingLock: true, connection, logger: logger) else {
             throw CloudError(.internalError, "a write under the database lock asked for the lock")
         }
         return result
+    }
+
+    /// What a write plans from, in one statement (`ReadForWrite`, one snapshot): the key's stored answer, if any (a key
+    /// reused for another request is BAD_REQUEST), or the counter, zone, schema and the batch's records, creates
+    /// included (without the lock the plan itself must find a name that is taken).
+    func read(for batch: WriteBatch, on connection: PostgresConnection, logger: Logger) async throws -> (StoredAnswer?, WriteBasis) {
+        let read = ReadForWrite(
+            databaseID: batch.database.id, zoneName: batch.zoneName, key: batch.idempotency?.key,
+            recordNames: batch.operations.filter { $0.refusal == nil }.map(\.recordName))
+        var start: BeginWrite.Row?
+        var stored: StoredAnswer?
+        var existing: [String: Record] = [:]
+        for try await row in try await connection.execute(read, logger: logger) {
+            start = row.start
+            if let answer = try Self.storedAnswer(row.found.answer, to: batch.idempotency) { stored = answer }
+            if let columns = row.found.record {
+                let record = try Self.record(from: Self.snapshot(columns))
+                existing[record.recordName] = record
+            }
+        }
+        guard let start else { throw CloudError(.internalError, "database \(batch.database.id) vanished") }
+        let (zoneID, schema, scope) = try await self.zoneAndSchema(start, zoneName: batch.zoneName, on: connection, logger: logger)
+        return (stored, WriteBasis(head: start.head, zoneID: zoneID, schema: schema, scope: scope, existing: existing))
     }
 
     /// Plans `batch` on `basis` and stores it. Without `holdingLock`, the store writes only if the database is as
@@ -128,7 +129,7 @@ extension RecordStore {
         -> ModifyResult?
     {
         let (database, stamp, zoneID) = (batch.database, batch.stamp, basis.zoneID)
-        // Rules see what the locked write looks up: creates are not, so a create over a live name is EXISTS either way.
+        // Rules judge a create as a create: one over a live name is the plan's EXISTS, not a permission refusal.
         let creates = Set(batch.operations.filter { $0.type == .create }.map(\.recordName))
         let existing = basis.existing.filter { !creates.contains($0.key) }
         func finish(_ result: ModifyResult) async throws -> ModifyResult? {
@@ -222,7 +223,7 @@ extension RecordStore {
         throw CloudError(.internalError, "database \(database.id) vanished")
     }
 
-    /// The first statement of a record write: takes the database lock, finds the zone and the schema version
+    /// The first statement of an import's write: takes the database lock, finds the zone and the schema version
     /// in one round trip. Returns the last change number, the zone's id, the schema in force and where it is.
     func beginWrite(zoneName: String, in database: DatabaseRef, on connection: PostgresConnection, logger: Logger) async throws -> (
         head: Int64, zoneID: Int64, schema: Schema?, scope: SchemaScope
@@ -242,25 +243,6 @@ extension RecordStore {
         let scope = SchemaScope(container: row.container, environment: row.environment)
         guard let schemaVersion = row.schemaVersion else { return (zoneID, nil, scope) }
         return (zoneID, try await self.schema(version: schemaVersion, on: connection, logger: logger), scope)
-    }
-
-    /// The stored answer to `write`'s key (a key reused for another request is BAD_REQUEST) and the stored versions
-    /// of `names`, in one round trip; none when there is nothing to look up.
-    static func lookUp(
-        _ names: [String], answerTo write: IdempotentWrite?, zoneID: Int64, databaseID: Int64, on connection: PostgresConnection, logger: Logger
-    ) async throws -> (answer: StoredAnswer?, records: [String: Record]) {
-        guard write != nil || !names.isEmpty else { return (nil, [:]) }
-        var answer: StoredAnswer?
-        var records: [String: Record] = [:]
-        let statement = WriteLookup(databaseID: databaseID, key: write?.key, zoneID: zoneID, recordNames: names)
-        for try await row in try await connection.execute(statement, logger: logger) {
-            if let stored = try Self.storedAnswer(row.answer, to: write) { answer = stored }
-            if let columns = row.record {
-                let record = try Self.record(from: Self.snapshot(columns))
-                records[record.recordName] = record
-            }
-        }
-        return (answer, records)
     }
 
     /// The answer stored for `write`'s key, if any; a key reused for another request is BAD_REQUEST.

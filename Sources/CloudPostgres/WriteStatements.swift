@@ -7,8 +7,8 @@ import PostgresNIO
 // bench/README.md, "The hot path"). Lists travel as arrays, so one text serves any number of records. Each names
 // itself: PostgresNIO's default name is `String(reflecting:)` of the type, made again at every execution.
 
-/// The first statement of a record write: takes the database lock, finds the zone and the schema version in one
-/// round trip.
+/// The first statement of an import's write (`RecordStore.beginWrite`): takes the database lock, finds the zone and
+/// the schema version in one round trip.
 struct BeginWrite: PostgresPreparedStatement {
     static var name: String { "BeginWrite" }
     static let sql = """
@@ -33,8 +33,9 @@ struct BeginWrite: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode((Int64, Int64?, Int32?, String, String).self) }
 }
 
-/// The optimistic write's one read, without the lock (RecordStore+Modify): what `BeginWrite` and `WriteLookup` read,
-/// in one statement and so one snapshot. One row per record found; a single row when none is (no row: no database).
+/// What a record write plans from (`RecordStore.read(for:)`), in one statement and so one snapshot: the database's
+/// counter, the zone, the schema version, the key's stored answer and the batch's records. One row per record found;
+/// a single row when none is (no row: no database).
 struct ReadForWrite: PostgresPreparedStatement {
     static var name: String { "ReadForWrite" }
     static let sql = """
@@ -49,7 +50,8 @@ struct ReadForWrite: PostgresPreparedStatement {
         LEFT JOIN records r ON r.zone_id = z.id AND r.record_name = ANY($4::text[])
         WHERE d.id = $1
         """
-    typealias Row = (start: BeginWrite.Row, found: WriteLookup.Row)
+    typealias Row = (start: BeginWrite.Row, found: Found)
+    typealias Found = (answer: (requestHash: Data, status: Int, body: Data)?, record: RecordStore.RecordColumns?)
 
     var databaseID: Int64
     var zoneName: String
@@ -75,60 +77,15 @@ struct ReadForWrite: PostgresPreparedStatement {
                     Int64, Int64?, Int32?, String, String, Data?, Int?, Data?, String?, String?, Int64?, Bool?, String?, Int64?, String?, String?,
                     Int64?, String?, String?
                 ).self)
-        return (
-            (head, zoneID, schemaVersion, container, environment),
-            WriteLookup.row(
-                hash, status, answer, name, type, seq, deleted, fields, createdMs, createdBy, createdDevice, modifiedMs, modifiedBy, modifiedDevice)
-        )
-    }
-}
-
-/// After the lock: the stored answer of an idempotency key (nil: none asked) and the stored versions of the records
-/// a batch looks up, in one round trip. One row per record found, each carrying the answer; a single row of nulls
-/// when none is found.
-struct WriteLookup: PostgresPreparedStatement {
-    static var name: String { "WriteLookup" }
-    static let sql = """
-        SELECT a.request_hash, a.status, a.answer, r.record_name, r.record_type, r.change_seq, r.deleted, r.fields::text,
-            r.created_ms, r.created_by, r.created_device, r.modified_ms, r.modified_by, r.modified_device
-        FROM (SELECT 1) AS one
-        LEFT JOIN idempotent_writes a ON a.database_id = $1 AND a.key = $2
-        LEFT JOIN records r ON r.zone_id = $3 AND r.record_name = ANY($4::text[])
-        """
-    typealias Row = (answer: (requestHash: Data, status: Int, body: Data)?, record: RecordStore.RecordColumns?)
-
-    var databaseID: Int64
-    var key: String?
-    var zoneID: Int64
-    var recordNames: [String]
-
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 4)
-        bindings.append(self.databaseID)
-        bindings.append(self.key)
-        bindings.append(self.zoneID)
-        bindings.append(self.recordNames)
-        return bindings
-    }
-
-    func decodeRow(_ row: PostgresRow) throws -> Row {
-        let (hash, status, answer, name, type, seq, deleted, fields, createdMs, createdBy, createdDevice, modifiedMs, modifiedBy, modifiedDevice) =
-            try row.decode((Data?, Int?, Data?, String?, String?, Int64?, Bool?, String?, Int64?, String?, String?, Int64?, String?, String?).self)
-        return Self.row(
-            hash, status, answer, name, type, seq, deleted, fields, createdMs, createdBy, createdDevice, modifiedMs, modifiedBy, modifiedDevice)
-    }
-
-    /// The answer's and the record's columns, each nil when its join found nothing.
-    static func row(
-        _ hash: Data?, _ status: Int?, _ answer: Data?, _ name: String?, _ type: String?, _ seq: Int64?, _ deleted: Bool?, _ fields: String?,
-        _ createdMs: Int64?, _ createdBy: String?, _ createdDevice: String?, _ modifiedMs: Int64?, _ modifiedBy: String?, _ modifiedDevice: String?
-    ) -> Row {
         var answerColumns: (requestHash: Data, status: Int, body: Data)?
         if let hash, let status, let answer { answerColumns = (hash, status, answer) }
+        let start = (head, zoneID, schemaVersion, container, environment)
         guard let name, let type, let seq, let deleted, let fields, let createdMs, let createdBy, let createdDevice, let modifiedMs, let modifiedBy,
             let modifiedDevice
-        else { return (answerColumns, nil) }
-        return (answerColumns, (name, type, seq, deleted, fields, createdMs, createdBy, createdDevice, modifiedMs, modifiedBy, modifiedDevice))
+        else { return (start, (answerColumns, nil)) }
+        return (
+            start, (answerColumns, (name, type, seq, deleted, fields, createdMs, createdBy, createdDevice, modifiedMs, modifiedBy, modifiedDevice))
+        )
     }
 }
 
