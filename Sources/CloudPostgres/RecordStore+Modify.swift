@@ -26,9 +26,10 @@ extension RecordStore {
         do {
             let result: ModifyResult
             do {
-                result = try await self.client.transaction(logger: logger) { connection in
-                    if let written = try await self.writeOptimistically(batch, on: connection, logger: logger) { return written }
-                    return try await self.writeUnderLock(batch, on: connection, logger: logger)
+                if let written = try await self.client.reading({ try await self.writeOptimistically(batch, on: $0, logger: logger) }) {
+                    result = written
+                } else {
+                    result = try await self.client.transaction(logger: logger) { try await self.writeUnderLock(batch, on: $0, logger: logger) }
                 }
             } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
                 // The key's answer was stored meanwhile by a write that changed no record: the lock finds it.
@@ -68,15 +69,15 @@ extension RecordStore {
         var existing: [String: Record]
     }
 
-    /// The optimistic write (docs/SYNC.md, "Why a token never skips a committed change"): one read without the lock,
-    /// the plan, then one statement that writes only if the database's change number is still the one read, so
-    /// nothing was written in between. Four round trips (BEGIN, read, store, COMMIT) where the locked write makes five
-    /// (BEGIN, lock, lookup, store, COMMIT), and the lock is held for the store alone, not while the batch is planned.
-    /// It runs in a transaction although the store is one statement: a statement that commits by itself does so after
-    /// its rows are sent, a backend stopped mid-commit sends them anyway (then its error), and PostgresNIO takes that
-    /// for success; COMMIT answers only once the commit is done. nil, having written nothing: this batch needs the lock
-    /// (it references assets, extends the schema, or keeps an answer without writing), or another write came between
-    /// the read and the store; the caller then writes under the lock in the same transaction.
+    /// The optimistic write (docs/SYNC.md, "Why a token never skips a committed change"), on a connection outside any
+    /// transaction block: one read without the lock, the plan, then one call that writes only if the database's change
+    /// number is still the one read (so nothing was written in between) and commits inside itself. Two round trips
+    /// where the locked write makes five (BEGIN, lock, read, store, COMMIT), and the lock is held for the store alone.
+    /// The commit happens inside the call, before its row is sent: a statement that commits by itself does so after its
+    /// rows are sent, a backend stopped mid-commit sends them anyway (then its error), and PostgresNIO takes that for
+    /// success. nil, having written nothing: this batch needs the lock (it references assets, extends the schema, or
+    /// keeps an answer without writing), or another write came between the read and the store; the caller then
+    /// writes under the lock.
     func writeOptimistically(_ batch: WriteBatch, on connection: PostgresConnection, logger: Logger) async throws -> ModifyResult? {
         let (stored, basis) = try await self.read(for: batch, on: connection, logger: logger)
         if let stored { return ModifyResult(outcomes: [], atomicFailed: false, answer: stored) }
@@ -182,8 +183,9 @@ extension RecordStore {
         expected.answer = kept?.answer
         let taken = try await Self.store(
             writes, creates: plan.creates, zoneID: zoneID, databaseID: database.id, lastSeq: lastSeq, expectedHead: holdingLock ? nil : basis.head,
-            keeping: kept, on: connection, logger: logger)
-        // Without the lock nothing is taken: creates were looked up, and nothing was written since.
+            keeping: kept, committing: !holdingLock, on: connection, logger: logger)
+        // Nothing is taken, as creates were looked up and nothing was written since (without the lock the call rolls
+        // back and writes nothing otherwise).
         guard !taken.isEmpty else { return expected }
         let current = try await Self.loadRecords(Array(taken), zoneID: zoneID, on: connection, logger: logger)
         let outcomes = plan.outcomes.map { outcome -> OperationOutcome in
@@ -315,22 +317,18 @@ extension RecordStore {
     /// as stored otherwise — the rule `ModificationPlan` follows, applied by the database.
     /// With `expectedHead`, writes only if the database's change number is still that one, else `DatabaseMovedOn`
     /// (nil: the caller holds the database lock). With `keeping`, the same statement stores an idempotent write's answer.
+    /// `committing`: the connection is outside a transaction block and the call commits before it answers.
     @discardableResult
     static func store(
         _ writes: [Record], creates: Set<String> = [], zoneID: Int64, databaseID: Int64, lastSeq: Int64, expectedHead: Int64? = nil,
-        keeping kept: KeptAnswer? = nil, on connection: PostgresConnection, logger: Logger
+        keeping kept: KeptAnswer? = nil, committing: Bool = false, on connection: PostgresConnection, logger: Logger
     ) async throws -> Set<String> {
         let statement = StoreWrites(
             zoneID: zoneID, databaseID: databaseID, lastSeq: lastSeq, expectedHead: expectedHead, stamp: writes.last!.modified,
-            creates: writes.filter { creates.contains($0.recordName) }, others: writes.filter { !creates.contains($0.recordName) })
+            creates: writes.filter { creates.contains($0.recordName) }, others: writes.filter { !creates.contains($0.recordName) },
+            kept: kept, commit: committing)
         var stored: StoreWrites.Row?
-        if let kept {
-            for try await row in try await connection.execute(StoreWritesKeepingAnswer(writes: statement, kept: kept), logger: logger) {
-                stored = row
-            }
-        } else {
-            for try await row in try await connection.execute(statement, logger: logger) { stored = row }
-        }
+        for try await row in try await connection.execute(statement, logger: logger) { stored = row }
         guard let stored, stored.wrote else { throw DatabaseMovedOn() }
         return Set(statement.creates.map(\.recordName)).subtracting(stored.created)
     }

@@ -89,16 +89,15 @@ struct ReadForWrite: PostgresPreparedStatement {
     }
 }
 
-/// Stores a batch's new record versions in one statement: creates only over tombstones (a live name is left as it
-/// is and reported back), the other writes over anything; advances the database's and the zone's change number.
-/// With `expectedHead`, it writes nothing unless the database's change number is still that one (the optimistic
-/// write, RecordStore+Modify): the database's row is updated first and every other part waits for it, so a writer
-/// that committed since, or commits while this one waits for the row, makes it write nothing. nil: the caller holds
-/// the database lock. With `kept`, the same statement stores an idempotent write's answer. Its one row: whether it
-/// wrote, and the creates it stored.
+/// Stores a batch's new record versions in one statement, the procedure `store_record_writes` (migration 0012): creates
+/// only over tombstones (a live name is left as it is and reported back), the other writes over anything; advances the
+/// database's and the zone's change number. With `expectedHead`, it writes nothing unless the database's change number
+/// is still that one (the optimistic write, RecordStore+Modify); nil: the caller holds the database lock. With `kept`,
+/// the same statement stores an idempotent write's answer. With `commit` (a connection outside a transaction block),
+/// the procedure commits what it wrote before it answers. Its one row: whether it wrote, and the creates it stored.
 struct StoreWrites: PostgresPreparedStatement {
     static var name: String { "StoreWrites" }
-    static let sql = Self.text(keeping: false)
+    static let sql = "CALL store_record_writes(\((1...26).map { "$\($0)" }.joined(separator: ", ")), NULL, NULL)"
     typealias Row = (wrote: Bool, created: [String])
 
     var zoneID: Int64
@@ -108,44 +107,8 @@ struct StoreWrites: PostgresPreparedStatement {
     var stamp: ChangeStamp
     var creates: [Record]
     var others: [Record]
-
-    /// The statement's text; `keeping` adds the stored answer ($22–$26).
-    static func text(keeping: Bool) -> String {
-        func upsert(_ first: Int, onlyOverTombstones: Bool) -> String {
-            let p = (first..<first + 7).map { "$\($0)" }
-            return """
-                INSERT INTO records (zone_id, record_name, record_type, change_seq, deleted, fields, cascade_refs, asset_refs,
-                    created_ms, created_by, created_device, modified_ms, modified_by, modified_device)
-                SELECT $1, u.name, u.type, u.seq, u.deleted, u.fields::jsonb,
-                    CASE WHEN u.refs = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT jsonb_array_elements_text(u.refs::jsonb)) END,
-                    CASE WHEN u.assets = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT jsonb_array_elements_text(u.assets::jsonb)) END,
-                    $2, $3, $4, $2, $3, $4
-                FROM unnest(\(p[0])::text[], \(p[1])::text[], \(p[2])::int8[], \(p[3])::bool[], \(p[4])::text[], \(p[5])::text[], \(p[6])::text[])
-                    AS u(name, type, seq, deleted, fields, refs, assets)
-                WHERE EXISTS (SELECT FROM advanced)
-                ON CONFLICT (zone_id, record_name) DO UPDATE SET
-                    record_type = EXCLUDED.record_type, change_seq = EXCLUDED.change_seq, deleted = EXCLUDED.deleted,
-                    fields = EXCLUDED.fields, cascade_refs = EXCLUDED.cascade_refs, asset_refs = EXCLUDED.asset_refs,
-                    created_ms = CASE WHEN records.deleted THEN EXCLUDED.created_ms ELSE records.created_ms END,
-                    created_by = CASE WHEN records.deleted THEN EXCLUDED.created_by ELSE records.created_by END,
-                    created_device = CASE WHEN records.deleted THEN EXCLUDED.created_device ELSE records.created_device END,
-                    modified_ms = EXCLUDED.modified_ms, modified_by = EXCLUDED.modified_by, modified_device = EXCLUDED.modified_device
-                \(onlyOverTombstones ? "WHERE records.deleted" : "")
-                RETURNING record_name
-                """
-        }
-        let keep = """
-            kept AS (INSERT INTO idempotent_writes (database_id, key, request_hash, status, answer, created_ms)
-                SELECT $20, $22::text, $23::bytea, $24::int4, $25::bytea, $26::int8 FROM advanced RETURNING 1),
-            """
-        return """
-            WITH advanced AS (UPDATE databases SET change_seq = $19 WHERE id = $20 AND ($21::int8 IS NULL OR change_seq = $21) RETURNING 1),
-            \(keeping ? keep : "") created AS (\(upsert(5, onlyOverTombstones: true))),
-            upserted AS (\(upsert(12, onlyOverTombstones: false))),
-            zoned AS (UPDATE zones SET change_seq = $19, modified_ms = $2 WHERE id = $1 AND EXISTS (SELECT FROM advanced) RETURNING 1)
-            SELECT EXISTS (SELECT FROM advanced), ARRAY(SELECT record_name FROM created)
-            """
-    }
+    var kept: KeptAnswer?
+    var commit: Bool
 
     func makeBindings() throws -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 26)
@@ -173,30 +136,13 @@ struct StoreWrites: PostgresPreparedStatement {
         bindings.append(self.lastSeq)
         bindings.append(self.databaseID)
         bindings.append(self.expectedHead)
+        bindings.append(self.kept?.key)
+        bindings.append(self.kept.map { ByteBuffer(bytes: $0.requestHash) })
+        bindings.append(self.kept.map { Int64($0.answer.status) })
+        bindings.append(self.kept.map { ByteBuffer(bytes: $0.answer.body) })
+        bindings.append(self.commit)
         return bindings
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode((Bool, [String]).self) }
-}
-
-/// `StoreWrites` that also stores an idempotent write's answer in the same statement.
-struct StoreWritesKeepingAnswer: PostgresPreparedStatement {
-    static var name: String { "StoreWritesKeepingAnswer" }
-    static let sql = StoreWrites.text(keeping: true)
-    typealias Row = StoreWrites.Row
-
-    var writes: StoreWrites
-    var kept: KeptAnswer
-
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = try self.writes.makeBindings()
-        bindings.append(self.kept.key)
-        bindings.append(ByteBuffer(bytes: self.kept.requestHash))
-        bindings.append(self.kept.answer.status)
-        bindings.append(ByteBuffer(bytes: self.kept.answer.body))
-        bindings.append(self.kept.createdMs)
-        return bindings
-    }
-
-    func decodeRow(_ row: PostgresRow) throws -> Row { try self.writes.decodeRow(row) }
 }

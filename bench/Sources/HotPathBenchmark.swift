@@ -8,8 +8,8 @@ import PostgresNIO
 
 /// The hot path (issue 17), one client and one request at a time: a single-record save (`records/modify`, the web
 /// auth token followed as it rotates, an Idempotency-Key on each) against a raw single-row upsert with its own
-/// commit, and the empty polls; for each, what a request costs PostgreSQL by its own counters (transactions
-/// committed, WAL writes, rows inserted and updated per request); and, with `floorURL`, the floor (the same HTTP
+/// commit, and the empty polls; for each, what a request costs PostgreSQL by its own counters (transactions, those of
+/// them that write, WAL writes and syncs, rows inserted and updated per request); and, with `floorURL`, the floor (the same HTTP
 /// stack answering one `SELECT 1`) at one client, so a save can be set against the floor request plus a raw upsert.
 struct HotPathBenchmark {
     let server: String
@@ -26,16 +26,18 @@ struct HotPathBenchmark {
     }
 
     struct Counters {
-        var commits: Int64, walWrites: Int64, inserted: Int64, updated: Int64
+        var commits: Int64, xids: Int64, walWrites: Int64, walSyncs: Int64, inserted: Int64, updated: Int64
 
+        /// `xids` is the next transaction id: only a transaction that writes takes one (a read's has none).
         static func read(_ client: PostgresClient, logger: Logger) async throws -> Counters {
             let rows = try await client.query(
                 """
-                SELECT d.xact_commit, w.wal_write, d.tup_inserted, d.tup_updated FROM pg_stat_database d, pg_stat_wal w
-                WHERE d.datname = current_database()
+                SELECT d.xact_commit, pg_snapshot_xmax(pg_current_snapshot())::text::int8, w.wal_write, w.wal_sync,
+                    d.tup_inserted, d.tup_updated
+                FROM pg_stat_database d, pg_stat_wal w WHERE d.datname = current_database()
                 """, logger: logger)
-            for try await (commits, writes, inserted, updated) in rows.decode((Int64, Int64, Int64, Int64).self) {
-                return Counters(commits: commits, walWrites: writes, inserted: inserted, updated: updated)
+            for try await (commits, xids, writes, syncs, inserted, updated) in rows.decode((Int64, Int64, Int64, Int64, Int64, Int64).self) {
+                return Counters(commits: commits, xids: xids, walWrites: writes, walSyncs: syncs, inserted: inserted, updated: updated)
             }
             throw BenchError("no statistics")
         }
@@ -59,7 +61,8 @@ struct HotPathBenchmark {
         let rounds = Double(self.rounds)
         let per = { (delta: Int64) in String(format: "%.2f", Double(delta) / rounds) }
         let counts =
-            "\(per(after.commits - before.commits - 1)) commits, \(per(after.walWrites - before.walWrites)) WAL writes, "
+            "\(per(after.commits - before.commits - 1)) transactions (\(per(after.xids - before.xids)) writing), "
+            + "\(per(after.walWrites - before.walWrites)) WAL writes, \(per(after.walSyncs - before.walSyncs)) WAL syncs, "
             + "\(per(after.inserted - before.inserted)) ins, \(per(after.updated - before.updated)) upd"
         return (latencies.sorted()[latencies.count / 2], counts)
     }

@@ -42,5 +42,6 @@ ensure_wrk() {
     command -v wrk >/dev/null 2>&1 && return
     local sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq >&2
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq wrk >&2
 }
