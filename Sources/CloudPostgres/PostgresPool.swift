@@ -168,7 +168,7 @@ public final class PostgresPool: Service, Sendable {
     }
 
     /// Runs `body` on a pooled connection, translating transient database failures.
-    func reading<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
+    public func reading<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
         try await translatingDatabaseErrors { try await self.withConnection(body) }
     }
 

@@ -5,7 +5,7 @@ import Logging
 import PostgresNIO
 
 /// The floor the hot path is measured against (issue 17): the same HTTP stack (Hummingbird) and database pool
-/// (`PostgresPool` over PostgresNIO) as the server, answering `POST /floor` with one `SELECT 1` and a tiny JSON body.
+/// (`PostgresPool`: a connection borrowed as a request's is) as the server, answering `POST /floor` with one `SELECT 1` and a tiny JSON body.
 @main struct Floor {
     static func main() async throws {
         let environment = ProcessInfo.processInfo.environment
@@ -22,7 +22,9 @@ import PostgresNIO
             let router = Router()
             let body = ByteBuffer(string: #"{"ok":1}"#)
             router.post("/floor") { _, _ -> Response in
-                for try await _ in try await pool.client.query("SELECT 1", logger: logger).decode(Int32.self) {}
+                try await pool.reading { connection in
+                    for try await _ in try await connection.query("SELECT 1", logger: logger).decode(Int32.self) {}
+                }
                 return Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: body))
             }
             let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), logger: logger)
