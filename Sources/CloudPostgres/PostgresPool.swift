@@ -28,8 +28,6 @@ public final class PostgresPool: Service, Sendable {
     let checkInterval: Duration
     let probeInterval: Duration
     private let state: Mutex<(client: PostgresClient, running: Task<Void, Never>?, outage: Outage?)>
-    /// What requests take their connections from: the client's, held (`ConnectionLender`).
-    private let lender: ConnectionLender
 
     public init(
         _ url: DatabaseURL, maximumConnections: Int = 20, logger: Logger, checkInterval: Duration = .seconds(1),
@@ -38,12 +36,10 @@ public final class PostgresPool: Service, Sendable {
         (self.url, self.maximumConnections, self.logger) = (url, maximumConnections, logger)
         (self.checkInterval, self.probeInterval) = (checkInterval, probeInterval)
         self.state = Mutex((Self.client(url, maximumConnections, logger), nil, nil))
-        self.lender = ConnectionLender(maximum: maximumConnections, retryDelay: probeInterval)
     }
 
-    /// Two connections more than the lender may hold, for single queries (`query`) and the watch's check.
     static func client(_ url: DatabaseURL, _ maximumConnections: Int, _ logger: Logger) -> PostgresClient {
-        PostgresClient(configuration: url.clientConfiguration(maximumConnections: maximumConnections + 2), backgroundLogger: logger)
+        PostgresClient(configuration: url.clientConfiguration(maximumConnections: maximumConnections), backgroundLogger: logger)
     }
 
     /// The client in use now.
@@ -56,7 +52,6 @@ public final class PostgresPool: Service, Sendable {
     public func run() async throws {
         self.start(self.client)
         await cancelWhenGracefulShutdown { await self.watch() }
-        self.lender.stop()
         let running = self.state.withLock { $0.running }
         running?.cancel()
         await running?.value
@@ -80,7 +75,6 @@ public final class PostgresPool: Service, Sendable {
             (state.client, state.running) = (client, task)
             return old
         }
-        self.lender.lend(from: { body in try await client.withConnection(body) })
         old?.cancel()
     }
 
@@ -154,14 +148,7 @@ public final class PostgresPool: Service, Sendable {
         }
     }
 
-    /// Runs `body` on a held connection (`ConnectionLender`), or answers TRY_AGAIN_LATER as `available` does.
-    private func withConnection<Result>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
-        _ = try self.available()
-        return try await self.lender.withConnection(body)
-    }
-
-    /// Runs one query on a connection the client leases for it (its rows are read after this returns, so not on a
-    /// held one, which goes to the next request as soon as its body ends).
+    /// Runs one query on a pooled connection.
     @discardableResult
     public func query(_ query: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line) async throws -> PostgresRowSequence {
         try await translatingDatabaseErrors { try await self.available().query(query, logger: logger, file: file, line: line) }
@@ -169,14 +156,14 @@ public final class PostgresPool: Service, Sendable {
 
     /// Runs `body` on a pooled connection, translating transient database failures.
     public func reading<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
-        try await translatingDatabaseErrors { try await self.withConnection(body) }
+        try await translatingDatabaseErrors { try await self.available().withConnection(body) }
     }
 
     /// Runs `body` in one transaction: committed when it returns, rolled back when it throws, and the body's own
     /// error is rethrown unchanged (PostgresNIO's `withTransaction` wraps it).
     func transaction<Result: Sendable>(logger: Logger, _ body: (PostgresConnection) async throws -> Result) async throws -> Result {
         try await translatingDatabaseErrors {
-            try await self.withConnection { connection in
+            try await self.available().withConnection { connection in
                 try await connection.query("BEGIN", logger: logger)
                 do {
                     let result = try await body(connection)

@@ -30,10 +30,9 @@ extension RecordStore {
     }
 }
 
-/// An idempotent write's answer, stored by the statement that writes its records.
+/// An idempotent write's answer, stored by the statement that writes its records (created at their `modified` time).
 struct KeptAnswer {
     var key: String
     var requestHash: Data
     var answer: StoredAnswer
-    var createdMs: Int64
 }

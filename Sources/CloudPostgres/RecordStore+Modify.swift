@@ -178,7 +178,7 @@ extension RecordStore {
         // one round trip fewer. A create that meets a live record changes the answer, which is then replaced.
         var expected = ModifyResult(outcomes: plan.outcomes, atomicFailed: false)
         let kept = try batch.idempotency.map {
-            KeptAnswer(key: $0.key, requestHash: $0.requestHash, answer: try $0.answer(expected), createdMs: stamp.timestamp)
+            KeptAnswer(key: $0.key, requestHash: $0.requestHash, answer: try $0.answer(expected))
         }
         expected.answer = kept?.answer
         let taken = try await Self.store(
