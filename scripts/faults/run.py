@@ -121,6 +121,10 @@ def request(port, method, path, body=None, headers=None, timeout=30):
         connection.request(method, path, body=data, headers=headers or {})
         response = connection.getresponse()
         return response.status, dict(response.getheaders()), response.read()
+    except http.client.HTTPException as error:
+        # A process killed mid-answer leaves a truncated one (through nginx: its headers, then nothing). A client
+        # treats that as a lost connection and retries with its key, as these scenarios' clients do on OSError.
+        raise ConnectionError(f"truncated answer: {error!r}") from error
     finally:
         connection.close()
 
