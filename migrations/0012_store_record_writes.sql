@@ -27,6 +27,8 @@ BEGIN
         INSERT INTO idempotent_writes (database_id, key, request_hash, status, answer, created_ms)
         SELECT p_database, p_key, p_request_hash, p_status, p_answer, p_stamp_ms FROM advanced WHERE p_key IS NOT NULL
         RETURNING 1),
+    -- Creates and other versions differ only in the conflict rule (a create goes only over a tombstone); ON
+    -- CONFLICT cannot see a column of the source row, so they are two statements.
     created AS (
         INSERT INTO records (zone_id, record_name, record_type, change_seq, deleted, fields, cascade_refs, asset_refs,
             created_ms, created_by, created_device, modified_ms, modified_by, modified_device)

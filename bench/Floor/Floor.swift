@@ -5,7 +5,8 @@ import Logging
 import PostgresNIO
 
 /// The floor the hot path is measured against (issue 17): the same HTTP stack (Hummingbird) and database pool
-/// (`PostgresPool`: a connection borrowed as a request's is) as the server, answering `POST /floor` with one `SELECT 1` and a tiny JSON body.
+/// (`PostgresPool.reading`, as the empty poll) as the server, answering `POST /floor` with one `SELECT 1` and a tiny
+/// JSON body.
 @main struct Floor {
     static func main() async throws {
         let environment = ProcessInfo.processInfo.environment
