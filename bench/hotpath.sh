@@ -28,9 +28,14 @@ path="/database/1/iCloud.com.sportstime.bench/development"
 current_token() {  # current_token SCOPE QUERY
     curl -sf "$bench_url$path/$1/zones/list?$2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["zones"][0]["syncToken"])'
 }
+json_script() {  # json_script FILE BODY: a wrk script that POSTs BODY as JSON
+    printf 'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = %s\n' "'$2'" >"$1"
+}
 poll_script() {  # poll_script FILE TOKEN
-    printf 'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = %s\n' \
-        "'{\"zones\":[{\"zoneID\":{\"zoneName\":\"_defaultZone\"},\"syncToken\":\"$2\"}]}'" >"$1"
+    json_script "$1" "{\"zones\":[{\"zoneID\":{\"zoneName\":\"_defaultZone\"},\"syncToken\":\"$2\"}]}"
+}
+save_script() {  # save_script FILE RECORD_NAME: a single-record forceReplace
+    json_script "$1" "{\"operations\":[{\"operationType\":\"forceReplace\",\"record\":{\"recordName\":\"$2\",\"recordType\":\"Visit\",\"fields\":{\"n\":{\"value\":1}}}}]}"
 }
 poll_script "$bench_work/public.lua" "$(current_token public "ckAPIToken=$api_token")"
 # The private poll reuses one web auth token: each answer still rotates it (a token row per answer); parallel
@@ -84,11 +89,7 @@ profile() {
 }
 if [ "${BENCH_PROFILE:-0}" = 1 ]; then
     command -v perf >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-perf >&2
-    cat >"$bench_work/save.lua" <<'LUA'
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"operations":[{"operationType":"forceReplace","record":{"recordName":"profiled","recordType":"Visit","fields":{"n":{"value":1}}}}]}'
-LUA
+    save_script "$bench_work/save.lua" profiled
     profile public-empty-poll "$bench_work/public.lua" "$bench_url$path/public/changes/zone?ckAPIToken=$api_token" 32
     profile private-empty-poll "$bench_work/private.lua" "$bench_url$path/private/changes/zone?$private_query" 32
     profile save "$bench_work/save.lua" "$bench_url$path/private/records/modify?$private_query" 4
@@ -103,11 +104,7 @@ echo
 # show in them): wrk -c 1 for the floor and a save (a new account's web auth token, reused within its grace period),
 # pgbench -c 1 for a raw single-row upsert with its own commit.
 lean_token="$("$bin/stadiumcloud" accounts create lean 2>/dev/null | sed -n 's/^ckWebAuthToken: //p')"
-cat >"$bench_work/save1.lua" <<'LUA'
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"operations":[{"operationType":"forceReplace","record":{"recordName":"lean","recordType":"Visit","fields":{"n":{"value":1}}}}]}'
-LUA
+save_script "$bench_work/save1.lua" lean
 psql -q "$STADIUMCLOUD_DATABASE_URL" -c "CREATE TABLE lean_raw (id int PRIMARY KEY, n int, notes text)"
 echo "INSERT INTO lean_raw VALUES (1, 1, 'A visit to the ballpark with friends') ON CONFLICT (id) DO UPDATE SET n = lean_raw.n + 1;" \
     >"$bench_work/raw.sql"

@@ -24,20 +24,18 @@ extension RecordStore {
             operations: operations, zoneName: zoneName, atomic: zoneName != defaultZoneName && (requestedAtomic ?? true), database: database,
             stamp: stamp, idempotency: idempotency, check: check, person: person)
         do {
-            let result: ModifyResult
+            var written: ModifyResult?
             do {
-                if let written = try await self.client.reading({ try await self.writeOptimistically(batch, on: $0, logger: logger) }) {
-                    result = written
-                } else {
-                    result = try await self.client.transaction(logger: logger) { try await self.writeUnderLock(batch, on: $0, logger: logger) }
-                }
+                written = try await self.client.reading { try await self.writeOptimistically(batch, on: $0, logger: logger) }
             } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
-                // The key's answer was stored meanwhile by a write that changed no record: the lock finds it.
+                // The key's answer was stored meanwhile by a write that changed no record: the lock finds it. (Under
+                // the lock no other writer can store it: each holds the database's row while it does.)
                 self.retriedUnderLock.add(1, ordering: .relaxed)
-                result = try await self.client.transaction(logger: logger) { connection in
-                    try await self.writeUnderLock(batch, on: connection, logger: logger)
-                }
             }
+            let result =
+                if let written { written } else {
+                    try await self.client.transaction(logger: logger) { try await self.writeUnderLock(batch, on: $0, logger: logger) }
+                }
             if result.outcomes.contains(where: { !$0.isFailure }) { self.changes.committed([database.id]) }
             return result
         } catch let failure as AtomicBatchFailed {

@@ -9,8 +9,9 @@ import PostgresNIO
 /// The hot path (issue 17), one client and one request at a time: a single-record save (`records/modify`, the web
 /// auth token followed as it rotates, an Idempotency-Key on each) against a raw single-row upsert with its own
 /// commit, and the empty polls; for each, what a request costs PostgreSQL by its own counters (transactions, those of
-/// them that write, WAL writes and syncs, rows inserted and updated per request); and, with `floorURL`, the floor (the same HTTP
-/// stack answering one `SELECT 1`) at one client, so a save can be set against the floor request plus a raw upsert.
+/// them that write, WAL writes and syncs, rows inserted and updated per request); and, with `floorURL`, the floor (the
+/// same HTTP stack answering one `SELECT 1`) at one client, so a save can be set against the floor request plus a raw
+/// upsert.
 struct HotPathBenchmark {
     let server: String
     var floorURL: String? = nil
