@@ -5,8 +5,9 @@ import PostgresNIO
 import ServiceLifecycle
 import Synchronization
 
-/// The PostgreSQL connections every store uses: a PostgresNIO client, watched, and replaced by a fresh one when
-/// PostgreSQL comes back after an outage.
+/// The PostgreSQL connections every store uses: requests' reads and transactions borrow `OpenConnections`; single
+/// queries (credentials, the console, background jobs) and the watch use a small PostgresNIO client, watched, and
+/// replaced by a fresh one when PostgreSQL comes back after an outage.
 ///
 /// Why: PostgresNIO's pool retries a lost server with a backoff that grows to a minute (100 ms × 1.25ⁿ) and cannot be
 /// configured, so after a long outage a server took up to that long to serve again (issue 16 measured 9.2 s after
@@ -28,6 +29,8 @@ public final class PostgresPool: Service, Sendable {
     let checkInterval: Duration
     let probeInterval: Duration
     private let state: Mutex<(client: PostgresClient, running: Task<Void, Never>?, outage: Outage?)>
+    /// What reads and transactions borrow.
+    let connections: OpenConnections
 
     public init(
         _ url: DatabaseURL, maximumConnections: Int = 20, logger: Logger, checkInterval: Duration = .seconds(1),
@@ -36,10 +39,13 @@ public final class PostgresPool: Service, Sendable {
         (self.url, self.maximumConnections, self.logger) = (url, maximumConnections, logger)
         (self.checkInterval, self.probeInterval) = (checkInterval, probeInterval)
         self.state = Mutex((Self.client(url, maximumConnections, logger), nil, nil))
+        self.connections = OpenConnections(url, maximum: maximumConnections, logger: logger)
     }
 
+    /// A quarter as many connections as requests may hold, for single queries and the watch's check.
     static func client(_ url: DatabaseURL, _ maximumConnections: Int, _ logger: Logger) -> PostgresClient {
-        PostgresClient(configuration: url.clientConfiguration(maximumConnections: maximumConnections), backgroundLogger: logger)
+        let configuration = url.clientConfiguration(maximumConnections: max(2, maximumConnections / 4))
+        return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 
     /// The client in use now.
@@ -52,6 +58,7 @@ public final class PostgresPool: Service, Sendable {
     public func run() async throws {
         self.start(self.client)
         await cancelWhenGracefulShutdown { await self.watch() }
+        self.connections.close()
         let running = self.state.withLock { $0.running }
         running?.cancel()
         await running?.value
@@ -148,29 +155,32 @@ public final class PostgresPool: Service, Sendable {
         }
     }
 
-    /// Runs one query on a pooled connection.
+    /// Runs one query on a connection of the client's (its rows are read after this returns, so not on a borrowed one).
     @discardableResult
     public func query(_ query: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line) async throws -> PostgresRowSequence {
         try await translatingDatabaseErrors { try await self.available().query(query, logger: logger, file: file, line: line) }
     }
 
-    /// Runs `body` on a pooled connection, translating transient database failures.
+    /// Runs `body` on a borrowed connection, translating transient database failures.
     public func reading<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
-        try await translatingDatabaseErrors { try await self.available().withConnection(body) }
+        _ = try self.available()
+        return try await translatingDatabaseErrors { try await self.connections.withConnection(body) }
     }
 
     /// Runs `body` in one transaction: committed when it returns, rolled back when it throws, and the body's own
     /// error is rethrown unchanged (PostgresNIO's `withTransaction` wraps it).
     func transaction<Result: Sendable>(logger: Logger, _ body: (PostgresConnection) async throws -> Result) async throws -> Result {
-        try await translatingDatabaseErrors {
-            try await self.available().withConnection { connection in
+        _ = try self.available()
+        return try await translatingDatabaseErrors {
+            try await self.connections.withConnection { connection in
                 try await connection.query("BEGIN", logger: logger)
                 do {
                     let result = try await body(connection)
                     try await connection.query("COMMIT", logger: logger)
                     return result
                 } catch {
-                    _ = try? await connection.query("ROLLBACK", logger: logger)
+                    // Not on a closed connection: PostgresNIO has been seen never to end a query there.
+                    if !connection.isClosed { _ = try? await connection.query("ROLLBACK", logger: logger) }
                     throw error
                 }
             }
