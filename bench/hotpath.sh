@@ -73,6 +73,8 @@ for round in $(seq 1 "$rounds"); do
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 echo "median share of the floor: public $(median "${shares_public[@]}") % (goal 60 %), private $(median "${shares_private[@]}") % (goal 50 %)"
+# Resident memory after the rounds: PostgresNIO's pool once piled up a timer per lease here (OpenConnections).
+echo "resident after the rounds: server $(($(ps -o rss= -p "$bench_server_pid") / 1024)) MiB, floor $(($(ps -o rss= -p "$floor_pid") / 1024)) MiB"
 echo
 
 # profile NAME SCRIPT URL CONNECTIONS: perf for 5 s on the server under wrk, as docs/flamegraphs/NAME.svg.
