@@ -179,8 +179,11 @@ public final class PostgresPool: Service, Sendable {
                     try await connection.query("COMMIT", logger: logger)
                     return result
                 } catch {
-                    // Not on a closed connection: PostgresNIO has been seen never to end a query there.
-                    if !connection.isClosed { _ = try? await connection.query("ROLLBACK", logger: logger) }
+                    // Not on a closed connection: PostgresNIO has been seen never to end a query there. One whose
+                    // ROLLBACK failed is closed, so no later request finds itself inside this transaction.
+                    if !connection.isClosed, (try? await connection.query("ROLLBACK", logger: logger)) == nil {
+                        try? await connection.close()
+                    }
                     throw error
                 }
             }
