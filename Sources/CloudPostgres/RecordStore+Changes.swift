@@ -14,20 +14,19 @@ extension RecordStore {
     ) async throws -> ZoneChanges {
         let limit = try self.resultsLimit(limit)
         let token = try self.zoneToken(syncToken, in: database)
-        return try await self.client.reading { connection in
-            // Most polls find nothing new: the zone's own head says so in one prepared (planned once) statement.
-            if let token {
-                for try await zone in try await connection.execute(ZoneHead(databaseID: database.id, zoneName: zoneName), logger: logger)
-                where zone.changeSeq <= token.seq {
-                    if token.zoneID != zone.id {
-                        try await self.rejectForeignZoneToken(token, zoneName: zoneName, in: database, on: connection, logger: logger)
-                    }
-                    if token.isExpired(purgedSeq: zone.purgedSeq) { throw CloudError.changeTokenExpired }
-                    let next = ChangeToken(
-                        kind: .zone, databaseID: database.id, zoneID: zone.id, seq: max(zone.head, token.seq), horizon: zone.purgedSeq)
-                    return ZoneChanges(records: [], syncToken: next.encode(with: self.signer), moreComing: false)
+        // Most polls find nothing new: the zone's own head says so in one prepared (planned once) statement, read
+        // once for all the polls of this zone that asked before it started (`CoalescedReads`).
+        if let token, let zone = try await self.zoneHead(database.id, zoneName, logger: logger), zone.changeSeq <= token.seq {
+            if token.zoneID != zone.id {
+                try await self.client.reading { connection in
+                    try await self.rejectForeignZoneToken(token, zoneName: zoneName, in: database, on: connection, logger: logger)
                 }
             }
+            if token.isExpired(purgedSeq: zone.purgedSeq) { throw CloudError.changeTokenExpired }
+            let next = ChangeToken(kind: .zone, databaseID: database.id, zoneID: zone.id, seq: max(zone.head, token.seq), horizon: zone.purgedSeq)
+            return ZoneChanges(records: [], syncToken: next.encode(with: self.signer), moreComing: false)
+        }
+        return try await self.client.reading { connection in
             // One statement, one snapshot: the zone, the database head, the purge horizon and the rows.
             var builder = SQLBuilder()
             let columns = Self.recordColumns(&builder, desiredKeys: desiredKeys)
@@ -69,6 +68,19 @@ extension RecordStore {
             let position = moreComing ? records.last!.changeSeq : max(zone.head, token?.seq ?? 0)
             let next = ChangeToken(kind: .zone, databaseID: database.id, zoneID: zone.id, seq: position, horizon: zone.purged)
             return ZoneChanges(records: records, syncToken: next.encode(with: self.signer), moreComing: moreComing)
+        }
+    }
+
+    /// A zone's head (nil: no such zone), from a read that started after this call.
+    func zoneHead(_ databaseID: Int64, _ zoneName: String, logger: Logger) async throws -> ZoneHead.Row? {
+        try await self.zoneHeads.read(ZoneHead.Key(databaseID: databaseID, zoneName: zoneName)) {
+            try await self.client.reading { connection in
+                var found: ZoneHead.Row?
+                for try await zone in try await connection.execute(ZoneHead(databaseID: databaseID, zoneName: zoneName), logger: logger) {
+                    found = zone
+                }
+                return found
+            }
         }
     }
 
@@ -140,6 +152,12 @@ extension RecordStore {
 /// record write moves the zone's `change_seq` in the same statement as the rows (RecordStore+Modify), so in one
 /// snapshot "the zone's change_seq is at most the token's" means exactly "no row after the token".
 struct ZoneHead: PostgresPreparedStatement {
+    /// What the heads of zones are shared by (`RecordStore.zoneHeads`).
+    struct Key: Hashable, Sendable {
+        var databaseID: Int64
+        var zoneName: String
+    }
+
     static var name: String { "ZoneHead" }
     static let sql = """
         SELECT z.id, d.change_seq, z.purged_seq, z.change_seq FROM databases d JOIN zones z ON z.database_id = d.id

@@ -190,6 +190,52 @@ extension ConcurrencyTests {
 }
 
 extension ConcurrencyTests {
+    /// Empty polls of one zone share the read of its head (`CoalescedReads`), yet a poll that starts after a save was
+    /// answered always sees it: a poll joins only a read that starts after it asked. Four pollers keep the zone's head
+    /// read busy while one writer saves and polls from the token it had before, 60 times.
+    @Test func aPollThatStartsAfterASaveSeesItWhileOthersShareTheHeadRead() async throws {
+        try await withTestStore { dependencies in
+            let store = dependencies.records
+            let logger = TestDatabase.logger
+            let database = try await Self.privateDatabase(of: "sharedheads", in: dependencies)
+            @Sendable func poll(_ token: String?) async throws -> ZoneChanges {
+                try await store.changes(
+                    zoneName: defaultZoneName, since: token, limit: nil, desiredKeys: [], recordTypes: nil, in: database, logger: logger)
+            }
+            let head = try await poll(nil).syncToken
+            let done = ManagedAtomicFlag()
+            async let polls = withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        var polls = 0
+                        while !done.isSet {
+                            _ = try await poll(head)
+                            polls += 1
+                        }
+                        return polls
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+            var token = head
+            for round in 0..<60 {
+                let stamp = ChangeStamp(timestamp: Int64(round), userRecordName: "_w", deviceID: "w")
+                let saved = try await store.modify(
+                    [RecordOperation(type: .forceUpdate, recordName: "r\(round % 7)", recordType: "Note", fields: ["n": ["value": .int(Int64(round))]])],
+                    zoneName: defaultZoneName, atomic: nil, in: database, stamp: stamp, logger: logger)
+                #expect(saved.outcomes.allSatisfy { !$0.isFailure })
+                let page = try await poll(token)
+                #expect(page.records.map(\.recordName) == ["r\(round % 7)"], "round \(round)")
+                token = page.syncToken
+            }
+            done.set()
+            #expect(try await polls > 0)
+            #expect(store.zoneHeads.keysInFlight == 0)
+        }
+    }
+}
+
+extension ConcurrencyTests {
     /// A new account's private database.
     static func privateDatabase(of name: String, in dependencies: ServerDependencies) async throws -> DatabaseRef {
         let logger = TestDatabase.logger
