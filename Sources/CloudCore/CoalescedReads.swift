@@ -1,56 +1,62 @@
 import Synchronization
 
-/// Lets concurrent readers of one key share one read. A reader joins the next read to start, never one already under
-/// way, so what it gets was read after it asked, as a read of its own would be: a write acknowledged before the
-/// reader asked is in it. Used for the empty poll's zone head, which many devices ask for at once.
+/// Lets concurrent readers share one read, of every key they ask for. A reader joins the next read to start, never
+/// one already under way, so what it gets was read after it asked, as a read of its own would be: a write
+/// acknowledged before the reader asked is in it. Used for the empty poll's zone heads: many devices, of one person
+/// or of many, poll at once, and one statement answers them all.
 ///
-/// The first reader of an idle key reads at once. Readers that ask meanwhile wait; when the read ends, the first of
-/// them reads for all of them. If that read fails, each of them reads on its own (the failure may be the reader's own:
-/// its deadline, its cancellation).
+/// The first reader while nothing is being read reads at once. Readers that ask meanwhile wait; when the read ends,
+/// the first of them reads the keys of up to `batchLimit` of them in one go. If that read fails, each of them reads
+/// on its own (the failure may be the reader's own: its deadline, its cancellation).
 public final class CoalescedReads<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    /// Reads the values of these keys; a key it leaves out has none.
+    public typealias Load = (Set<Key>) async throws -> [Key: Value]
+
     private enum Turn: Sendable {
-        /// Read for the readers riding with you.
-        case lead
+        /// Read these keys (yours among them) for the readers riding with you.
+        case lead(Set<Key>)
         /// The shared read failed: read on your own.
         case alone
-        case read(Value)
+        case read(Value?)
     }
 
-    private typealias Reader = (id: Int, continuation: CheckedContinuation<Turn, any Error>)
-
-    /// A key being read: who the running read answers, and who waits for the next.
-    private struct Flight {
-        var riding: [Reader] = []
-        var waiting: [Reader] = []
-    }
+    private typealias Reader = (id: Int, key: Key, continuation: CheckedContinuation<Turn, any Error>)
 
     private struct State {
-        var flights: [Key: Flight] = [:]
+        var reading = false
+        /// Readers the running read answers (they asked before it started).
+        var riding: [Reader] = []
+        /// Readers that asked while it ran: the next read's.
+        var waiting: [Reader] = []
         var nextID = 0
     }
 
     private let state = Mutex(State())
+    /// The most readers one read answers; the others wait for the read after it.
+    public let batchLimit: Int
 
-    public init() {}
-
-    /// Keys being read now (tests: nothing is left behind).
-    public var keysInFlight: Int { self.state.withLock { $0.flights.count } }
-
-    /// Readers of `key` waiting for a read (tests).
-    public func waitingReaders(_ key: Key) -> Int {
-        self.state.withLock { state in state.flights[key].map { $0.riding.count + $0.waiting.count } ?? 0 }
+    public init(batchLimit: Int = 500) {
+        precondition(batchLimit > 0)
+        self.batchLimit = batchLimit
     }
 
-    /// `body`'s value for `key`, read by this reader or by another one that started after this one asked.
-    public func read(_ key: Key, _ body: () async throws -> Value) async throws -> Value {
+    /// Whether a read is under way (tests: nothing is left behind).
+    public var isReading: Bool { self.state.withLock { $0.reading } }
+
+    /// Readers waiting for a read (tests).
+    public var waitingReaders: Int { self.state.withLock { $0.riding.count + $0.waiting.count } }
+
+    /// `key`'s value, read by this reader or by another one, with `load`, in a read that started after this one asked.
+    /// Only the `load` of the reader that reads is called.
+    public func read(_ key: Key, _ load: Load) async throws -> Value? {
         switch try await self.turn(key) {
-        case .lead: return try await self.lead(key, body)
-        case .alone: return try await body()
+        case .lead(let keys): return try await self.lead(keys, key, load)
+        case .alone: return try await load([key])[key]
         case .read(let value): return value
         }
     }
 
-    /// `.lead` at once when nobody reads `key`; otherwise waits for the next read (cancellable).
+    /// `.lead` at once when nothing is being read; otherwise waits for the next read (cancellable).
     private func turn(_ key: Key) async throws -> Turn {
         let id = self.state.withLock { state in
             state.nextID += 1
@@ -61,25 +67,23 @@ public final class CoalescedReads<Key: Hashable & Sendable, Value: Sendable>: Se
                 let leads = self.state.withLock { state -> Bool? in
                     // Checked under the lock that `onCancel` takes: either it finds this reader, or this sees it.
                     if Task.isCancelled { return nil }
-                    guard state.flights[key] != nil else {
-                        state.flights[key] = Flight()
+                    guard state.reading else {
+                        state.reading = true
                         return true
                     }
-                    state.flights[key]!.waiting.append((id, continuation))
+                    state.waiting.append((id, key, continuation))
                     return false
                 }
                 switch leads {
                 case nil: continuation.resume(throwing: CancellationError())
-                case true?: continuation.resume(returning: .lead)
+                case true?: continuation.resume(returning: .lead([key]))
                 case false?: break
                 }
             }
         } onCancel: {
             let reader = self.state.withLock { state -> Reader? in
-                guard var flight = state.flights[key] else { return nil }
-                defer { state.flights[key] = flight }
-                if let index = flight.waiting.firstIndex(where: { $0.id == id }) { return flight.waiting.remove(at: index) }
-                if let index = flight.riding.firstIndex(where: { $0.id == id }) { return flight.riding.remove(at: index) }
+                if let index = state.waiting.firstIndex(where: { $0.id == id }) { return state.waiting.remove(at: index) }
+                if let index = state.riding.firstIndex(where: { $0.id == id }) { return state.riding.remove(at: index) }
                 return nil
             }
             reader?.continuation.resume(throwing: CancellationError())
@@ -87,28 +91,28 @@ public final class CoalescedReads<Key: Hashable & Sendable, Value: Sendable>: Se
     }
 
     /// Reads for the readers riding, answers them, and hands the next read to the first of those who waited.
-    private func lead(_ key: Key, _ body: () async throws -> Value) async throws -> Value {
-        let result: Result<Value, any Error>
-        do { result = .success(try await body()) } catch { result = .failure(error) }
-        let (answered, next) = self.state.withLock { state -> ([Reader], Reader?) in
-            var flight = state.flights[key]!
-            let answered = flight.riding
-            (flight.riding, flight.waiting) = (flight.waiting, [])
-            guard !flight.riding.isEmpty else {
-                state.flights[key] = nil
+    private func lead(_ keys: Set<Key>, _ key: Key, _ load: Load) async throws -> Value? {
+        let result: Result<[Key: Value], any Error>
+        do { result = .success(try await load(keys)) } catch { result = .failure(error) }
+        let (answered, next) = self.state.withLock { state -> ([Reader], (Reader, Set<Key>)?) in
+            let answered = state.riding
+            let boarding = min(state.waiting.count, self.batchLimit)
+            state.riding = Array(state.waiting.prefix(boarding))
+            state.waiting.removeFirst(boarding)
+            guard !state.riding.isEmpty else {
+                state.reading = false
                 return (answered, nil)
             }
-            let next = flight.riding.removeFirst()
-            state.flights[key] = flight
-            return (answered, next)
+            let next = state.riding.removeFirst()
+            return (answered, (next, Set(state.riding.map(\.key)).union([next.key])))
         }
-        let turn: Turn
-        switch result {
-        case .success(let value): turn = .read(value)
-        case .failure: turn = .alone
+        for reader in answered {
+            switch result {
+            case .success(let values): reader.continuation.resume(returning: .read(values[reader.key]))
+            case .failure: reader.continuation.resume(returning: .alone)
+            }
         }
-        for reader in answered { reader.continuation.resume(returning: turn) }
-        next?.continuation.resume(returning: .lead)
-        return try result.get()
+        if let (reader, keys) = next { reader.continuation.resume(returning: .lead(keys)) }
+        return try result.get()[key]
     }
 }

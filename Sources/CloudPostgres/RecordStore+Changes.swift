@@ -14,8 +14,8 @@ extension RecordStore {
     ) async throws -> ZoneChanges {
         let limit = try self.resultsLimit(limit)
         let token = try self.zoneToken(syncToken, in: database)
-        // Most polls find nothing new: the zone's own head says so in one prepared (planned once) statement, read
-        // once for all the polls of this zone that asked before it started (`CoalescedReads`).
+        // Most polls find nothing new: the zone's own head says so, in one prepared (planned once) statement that
+        // reads the heads for every poll that asked before it started (`CoalescedReads`).
         if let token, let zone = try await self.zoneHead(database.id, zoneName, logger: logger), zone.changeSeq <= token.seq {
             if token.zoneID != zone.id {
                 try await self.client.reading { connection in
@@ -71,15 +71,13 @@ extension RecordStore {
         }
     }
 
-    /// A zone's head (nil: no such zone), from a read that started after this call.
-    func zoneHead(_ databaseID: Int64, _ zoneName: String, logger: Logger) async throws -> ZoneHead.Row? {
-        try await self.zoneHeads.read(ZoneHead.Key(databaseID: databaseID, zoneName: zoneName)) {
+    /// A zone's head (nil: no such zone), from a read that started after this call and may answer other polls too.
+    func zoneHead(_ databaseID: Int64, _ zoneName: String, logger: Logger) async throws -> ZoneHeads.Head? {
+        try await self.zoneHeads.read(ZoneHeads.Key(databaseID: databaseID, zoneName: zoneName)) { keys in
             try await self.client.reading { connection in
-                var found: ZoneHead.Row?
-                for try await zone in try await connection.execute(ZoneHead(databaseID: databaseID, zoneName: zoneName), logger: logger) {
-                    found = zone
-                }
-                return found
+                var heads: [ZoneHeads.Key: ZoneHeads.Head] = [:]
+                for try await (key, head) in try await connection.execute(ZoneHeads(keys: keys), logger: logger) { heads[key] = head }
+                return heads
             }
         }
     }
@@ -148,35 +146,46 @@ extension RecordStore {
     }
 }
 
-/// A zone's id, its database's head, its purge horizon and its own last change, by database id and zone name. A
-/// record write moves the zone's `change_seq` in the same statement as the rows (RecordStore+Modify), so in one
-/// snapshot "the zone's change_seq is at most the token's" means exactly "no row after the token".
-struct ZoneHead: PostgresPreparedStatement {
-    /// What the heads of zones are shared by (`RecordStore.zoneHeads`).
+/// Zones' ids, their databases' heads, their purge horizons and their own last changes, by database id and zone name,
+/// for every poll that shares the read (`RecordStore.zoneHeads`). A record write moves the zone's `change_seq` in the
+/// same statement as the rows (RecordStore+Modify), so in one snapshot "the zone's change_seq is at most the token's"
+/// means exactly "no row after the token".
+struct ZoneHeads: PostgresPreparedStatement {
+    static var name: String { "ZoneHeads" }
+    static let sql = """
+        SELECT d.id, z.zone_name, z.id, d.change_seq, z.purged_seq, z.change_seq
+        FROM unnest($1::bigint[], $2::text[]) AS k(database_id, zone_name)
+        JOIN databases d ON d.id = k.database_id
+        JOIN zones z ON z.database_id = d.id AND z.zone_name = k.zone_name AND NOT z.deleted
+        """
+
     struct Key: Hashable, Sendable {
         var databaseID: Int64
         var zoneName: String
     }
 
-    static var name: String { "ZoneHead" }
-    static let sql = """
-        SELECT z.id, d.change_seq, z.purged_seq, z.change_seq FROM databases d JOIN zones z ON z.database_id = d.id
-        WHERE d.id = $1 AND z.zone_name = $2 AND NOT z.deleted
-        """
-    typealias Row = (id: Int64, head: Int64, purgedSeq: Int64, changeSeq: Int64)
+    struct Head: Sendable {
+        var id: Int64
+        /// The database's change head.
+        var head: Int64
+        var purgedSeq: Int64
+        /// The zone's own last change.
+        var changeSeq: Int64
+    }
 
-    var databaseID: Int64
-    var zoneName: String
+    typealias Row = (key: Key, head: Head)
+
+    var keys: Set<Key>
 
     func makeBindings() throws -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 2)
-        bindings.append(self.databaseID)
-        bindings.append(self.zoneName)
+        bindings.append(self.keys.map(\.databaseID))
+        bindings.append(self.keys.map(\.zoneName))
         return bindings
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {
-        let (id, head, purged, changed) = try row.decode((Int64, Int64, Int64, Int64).self)
-        return (id, head, purged, changed)
+        let (database, name, id, head, purged, changed) = try row.decode((Int64, String, Int64, Int64, Int64, Int64).self)
+        return (Key(databaseID: database, zoneName: name), Head(id: id, head: head, purgedSeq: purged, changeSeq: changed))
     }
 }

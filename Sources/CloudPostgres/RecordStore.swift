@@ -20,8 +20,8 @@ public final class RecordStore: Sendable {
     private let databaseIDs = Mutex<[DatabaseKey: Int64]>([:])
     /// Wakes the requests waiting for changes, in this process and the others, after each committed write.
     public let changes: ChangeBroadcast
-    /// Concurrent empty polls of one zone share the read of its head.
-    let zoneHeads = CoalescedReads<ZoneHead.Key, ZoneHead.Row?>()
+    /// Concurrent polls share the read of their zones' heads.
+    let zoneHeads = CoalescedReads<ZoneHeads.Key, ZoneHeads.Head>()
     /// Deployed schemas by version, so a write re-reads only its version number.
     let schemaCache = Mutex<[Int32: Schema]>([:])
     /// Whether a write in a development environment may add record types and fields to its schema (CloudKit's

@@ -2,23 +2,25 @@ import CloudCore
 import Synchronization
 import Testing
 
-/// `CoalescedReads`: readers share the next read, never one under way; failures and cancellations leave nothing behind.
+/// `CoalescedReads`: readers share the next read, never one under way, of all their keys at once; failures and
+/// cancellations leave nothing behind.
 @Suite struct CoalescedReadsTests {
-    /// A read that waits until the test lets it end, and numbers the reads in the order they started.
+    /// Reads that wait until the test lets them end; each answers every key it was asked for with its own number
+    /// (counted when it starts), and remembers which keys it was asked for.
     final class GatedReads: Sendable {
-        private let state = Mutex<(started: Int, gates: [CheckedContinuation<Void, Never>])>((0, []))
+        private let state = Mutex<(asked: [Set<String>], gates: [CheckedContinuation<Void, Never>])>(([], []))
 
-        var started: Int { self.state.withLock { $0.started } }
+        var asked: [Set<String>] { self.state.withLock { $0.asked } }
 
-        /// The read: its number (counted when it starts), returned once `open` lets it go.
-        func read() async -> Int {
+        func read(_ keys: Set<String>) async -> [String: Int] {
             await withCheckedContinuation { gate in
                 self.state.withLock { state in
-                    state.started += 1
+                    state.asked.append(keys)
                     state.gates.append(gate)
                 }
             }
-            return self.state.withLock { $0.started }
+            let count = self.state.withLock { $0.asked.count }
+            return Dictionary(uniqueKeysWithValues: keys.map { ($0, count) })
         }
 
         /// Lets the waiting reads end.
@@ -26,9 +28,9 @@ import Testing
             for gate in self.state.withLock({ state in defer { state.gates = [] }; return state.gates }) { gate.resume() }
         }
 
-        /// Until `count` reads have started and wait at the gate.
+        /// Until `count` reads have started and one waits at the gate.
         func waitForStarted(_ count: Int) async {
-            while self.state.withLock({ $0.started < count || $0.gates.isEmpty }) { await Task.yield() }
+            while self.state.withLock({ $0.asked.count < count || $0.gates.isEmpty }) { await Task.yield() }
         }
     }
 
@@ -38,58 +40,81 @@ import Testing
         func next() -> Int { self.value.add(1, ordering: .relaxed).newValue }
     }
 
-    @Test func readersWhoAskDuringAReadShareTheNextOne() async throws {
-        let reads = CoalescedReads<String, Int>()
-        let gated = GatedReads()
-        async let first = reads.read("zone") { await gated.read() }
-        await gated.waitForStarted(1)
-        // These ask while read 1 runs: none may get it, since it started before they asked.
-        let later = Task {
-            try await withThrowingTaskGroup(of: Int.self) { group in
-                for _ in 0..<5 { group.addTask { try await reads.read("zone") { await gated.read() } } }
-                return try await group.reduce(into: [Int]()) { $0.append($1) }
+    /// Reads `keys` concurrently, each as its own reader; the values in the order of `keys`.
+    static func readAll(_ reads: CoalescedReads<String, Int>, _ keys: [String], _ load: @escaping @Sendable (Set<String>) async throws -> [String: Int])
+        -> Task<[Int?], any Error>
+    {
+        Task {
+            try await withThrowingTaskGroup(of: (Int, Int?).self) { group in
+                for (index, key) in keys.enumerated() { group.addTask { (index, try await reads.read(key) { try await load($0) }) } }
+                var values = [Int?](repeating: nil, count: keys.count)
+                for try await (index, value) in group { values[index] = value }
+                return values
             }
         }
-        while reads.waitingReaders("zone") < 5 { await Task.yield() }
+    }
+
+    @Test func readersWhoAskDuringAReadShareTheNextOneOfAllTheirKeys() async throws {
+        let reads = CoalescedReads<String, Int>()
+        let gated = GatedReads()
+        async let first = reads.read("a") { await gated.read($0) }
+        await gated.waitForStarted(1)
+        // These ask while read 1 runs: none may get it, since it started before they asked.
+        let later = Self.readAll(reads, ["a", "b", "c", "a", "b"]) { await gated.read($0) }
+        while reads.waitingReaders < 5 { await Task.yield() }
         gated.open()
         #expect(try await first == 1)
         await gated.waitForStarted(2)
         gated.open()
         #expect(try await later.value == [2, 2, 2, 2, 2])
-        #expect(gated.started == 2)
-        #expect(reads.keysInFlight == 0)
+        #expect(gated.asked == [["a"], ["a", "b", "c"]])
+        #expect(!reads.isReading)
     }
 
-    @Test func otherKeysAreReadApart() async throws {
+    @Test func aKeyTheReadLeavesOutHasNoValue() async throws {
         let reads = CoalescedReads<String, Int>()
+        #expect(try await reads.read("gone") { _ in [:] } == nil)
+        #expect(try await reads.read("here") { keys in Dictionary(uniqueKeysWithValues: keys.map { ($0, 7) }) } == 7)
+    }
+
+    @Test func oneReadAnswersAtMostItsBatchLimit() async throws {
+        let reads = CoalescedReads<String, Int>(batchLimit: 2)
         let gated = GatedReads()
-        async let first = reads.read("a") { await gated.read() }
+        async let first = reads.read("k0") { await gated.read($0) }
         await gated.waitForStarted(1)
-        async let second = reads.read("b") { await gated.read() }
-        await gated.waitForStarted(2)
+        let later = Self.readAll(reads, ["k1", "k2", "k3", "k4", "k5"]) { await gated.read($0) }
+        while reads.waitingReaders < 5 { await Task.yield() }
+        for started in 2...4 {
+            gated.open()
+            await gated.waitForStarted(started)
+        }
         gated.open()
-        #expect(try await [first, second].sorted() == [2, 2])
+        _ = try await first
+        let values = try await later.value
+        #expect(gated.asked.map(\.count) == [1, 2, 2, 1])
+        #expect(values.compactMap { $0 }.sorted() == [2, 2, 3, 3, 4])
+        #expect(!reads.isReading)
     }
 
     @Test func whenTheSharedReadFailsEachReaderReadsOnItsOwn() async throws {
         struct Failed: Error {}
         let reads = CoalescedReads<String, Int>()
         let gated = GatedReads()
-        let ownReads = Counter()
-        async let first = reads.read("zone") { await gated.read() }
+        let loads = Counter()
+        async let first = reads.read("zone") { await gated.read($0) }
         await gated.waitForStarted(1)
+        // The first of these leads, and its read fails; the other two then read on their own.
         let later = Task {
-            try await withThrowingTaskGroup(of: Int.self) { group in
+            try await withThrowingTaskGroup(of: Int?.self) { group in
                 for _ in 0..<3 {
                     group.addTask {
-                        // The first of them leads, and its read fails; the other two then read on their own.
-                        try await reads.read("zone") {
-                            if ownReads.next() == 1 { throw Failed() }
-                            return 7
+                        try await reads.read("zone") { keys in
+                            if loads.next() == 1 { throw Failed() }
+                            return Dictionary(uniqueKeysWithValues: keys.map { ($0, 7) })
                         }
                     }
                 }
-                var values: [Int] = []
+                var values: [Int?] = []
                 var failures = 0
                 while let result = await group.nextResult() {
                     switch result {
@@ -100,32 +125,32 @@ import Testing
                 return (values, failures)
             }
         }
-        while reads.waitingReaders("zone") < 3 { await Task.yield() }
+        while reads.waitingReaders < 3 { await Task.yield() }
         gated.open()
         _ = try await first
         let (values, failures) = try await later.value
         #expect(failures == 1)
         #expect(values == [7, 7])
-        #expect(ownReads.count == 3)
-        #expect(reads.keysInFlight == 0)
+        #expect(loads.count == 3)
+        #expect(!reads.isReading)
     }
 
     @Test func aWaitingReaderThatIsCancelledLeavesTheOthersTheirRead() async throws {
         let reads = CoalescedReads<String, Int>()
         let gated = GatedReads()
-        async let first = reads.read("zone") { await gated.read() }
+        async let first = reads.read("zone") { await gated.read($0) }
         await gated.waitForStarted(1)
-        let cancelled = Task { try await reads.read("zone") { await gated.read() } }
-        let kept = Task { try await reads.read("zone") { await gated.read() } }
-        while reads.waitingReaders("zone") < 2 { await Task.yield() }
+        let cancelled = Task { try await reads.read("zone") { await gated.read($0) } }
+        let kept = Task { try await reads.read("zone") { await gated.read($0) } }
+        while reads.waitingReaders < 2 { await Task.yield() }
         cancelled.cancel()
         await #expect(throws: CancellationError.self) { try await cancelled.value }
-        #expect(reads.waitingReaders("zone") == 1)
+        #expect(reads.waitingReaders == 1)
         gated.open()
         _ = try await first
         await gated.waitForStarted(2)
         gated.open()
         #expect(try await kept.value == 2)
-        #expect(reads.keysInFlight == 0)
+        #expect(!reads.isReading)
     }
 }
