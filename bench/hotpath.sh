@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The hot path (issue 17): wrk at 32 connections for BENCH_SECONDS (default 10) against the floor (the same HTTP
 # stack and pool answering one `SELECT 1`: bench/Floor), `GET /health`, and the public and private empty polls
-# (`changes/zone` with the current token), in BENCH_ROUNDS (default 3) interleaved rounds; then, one client at a
+# (`changes/zone` with the current token; the private one also over 48 accounts in turn, since concurrent polls
+# share the read of their zones' heads), in BENCH_ROUNDS (default 3) interleaved rounds; then, one client at a
 # time, a single-record save against a raw single-row upsert, and what each request costs PostgreSQL
 # (stadiumcloud-bench, BENCH_SUITE=hotpath).
 # PostgreSQL runs durable (fsync and synchronous commit on, PG_DURABLE=1), so a commit costs its real WAL flush.
@@ -43,6 +44,33 @@ poll_script "$bench_work/public.lua" "$(current_token public "ckAPIToken=$api_to
 private_query="ckAPIToken=$api_token&ckWebAuthToken=$web_token"
 poll_script "$bench_work/private.lua" "$(current_token private "$private_query")"
 printf 'wrk.method = "POST"\n' >"$bench_work/post.lua"
+# Polls of one zone share the read of its head (CoalescedReads), and the two polls above each ask of one zone. Real
+# private polls are spread over many accounts, so the same poll also runs over 48 accounts, each wrk thread taking
+# them in turn from its own starting point: seldom two of one account at once. A wrk script that builds each request
+# costs wrk more CPU than a fixed request does, so the same script over one account is measured beside it.
+accounts=48
+polls=()
+for i in $(seq 1 "$accounts"); do
+    token="$("$bin/stadiumcloud" accounts create "poller$i" 2>/dev/null | sed -n 's/^ckWebAuthToken: //p')"
+    query="ckAPIToken=$api_token&ckWebAuthToken=$token"
+    polls+=("$(printf '{"%s", [[{"zones":[{"zoneID":{"zoneName":"_defaultZone"},"syncToken":"%s"}]}]]},' \
+        "$path/private/changes/zone?$query" "$(current_token private "$query")")")
+done
+polls_script() {  # polls_script FILE ENTRY...: a wrk script that takes the polls in turn
+    {
+        echo 'local polls = {'
+        printf '  %s\n' "${@:2}"
+        echo '}'
+        echo 'local next = 0'
+        echo 'local headers = {["Content-Type"] = "application/json"}'
+        echo 'local threads = 0'
+        echo 'function setup(thread) threads = threads + 1; thread:set("first", threads * 17) end'
+        echo 'function init(args) next = first % #polls end'
+        echo 'function request() next = next % #polls + 1; return wrk.format("POST", polls[next][1], headers, polls[next][2]) end'
+    } >"$1"
+}
+polls_script "$bench_work/accounts.lua" "${polls[@]}"
+polls_script "$bench_work/account.lua" "${polls[0]}"
 
 # One wrk run at 32 connections: "REQ/S P50 P99 NON2XX".
 measure() {  # measure SCRIPT URL
@@ -54,25 +82,30 @@ measure() {  # measure SCRIPT URL
 # The machine drifts by a quarter between runs (bench/README.md), so the floor and the paths take turns, round after
 # round, each path set against the floor of its own round; the goals are judged on the median round.
 rounds="${BENCH_ROUNDS:-3}"
-names=("floor: POST /floor (SELECT 1)" "GET /health (no database)" "public empty poll" "private empty poll (token rotation on)")
-scripts=("$bench_work/post.lua" /dev/null "$bench_work/public.lua" "$bench_work/private.lua")
+names=("floor: POST /floor (SELECT 1)" "GET /health (no database)" "public empty poll" "private empty poll (token rotation on)"
+    "private empty poll, 1 account, by script" "private empty poll, $accounts accounts, by script")
+scripts=("$bench_work/post.lua" /dev/null "$bench_work/public.lua" "$bench_work/private.lua" "$bench_work/account.lua"
+    "$bench_work/accounts.lua")
 urls=("http://127.0.0.1:$floor_port/floor" "$bench_url/health" "$bench_url$path/public/changes/zone?ckAPIToken=$api_token"
-    "$bench_url$path/private/changes/zone?$private_query")
+    "$bench_url$path/private/changes/zone?$private_query" "$bench_url" "$bench_url")
 echo "wrk -c 32, ${seconds} s a row, $rounds rounds"
-shares_public=() shares_private=()
+shares_public=() shares_private=() shares_account=() shares_accounts=()
 for round in $(seq 1 "$rounds"); do
     floor_rate=""
-    for i in 0 1 2 3; do
+    for i in 0 1 2 3 4 5; do
         read -r rate p50 p99 errors <<<"$(measure "${scripts[$i]}" "${urls[$i]}")"
         [ -n "$floor_rate" ] || floor_rate="$rate"
         share="$(awk -v r="$rate" -v f="$floor_rate" 'BEGIN {printf "%.0f", 100 * r / f}')"
         [ "$i" = 2 ] && shares_public+=("$share")
         [ "$i" = 3 ] && shares_private+=("$share")
-        printf "round %s  %-40s %8s req/s %5s %% of floor   p50 %9s   p99 %9s   non-2xx %s\n" "$round" "${names[$i]}" "$rate" "$share" "$p50" "$p99" "$errors"
+        [ "$i" = 4 ] && shares_account+=("$share")
+        [ "$i" = 5 ] && shares_accounts+=("$share")
+        printf "round %s  %-44s %8s req/s %5s %% of floor   p50 %9s   p99 %9s   non-2xx %s\n" "$round" "${names[$i]}" "$rate" "$share" "$p50" "$p99" "$errors"
     done
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-echo "median share of the floor: public $(median "${shares_public[@]}") % (goal 60 %), private $(median "${shares_private[@]}") % (goal 50 %)"
+echo "median share of the floor: public $(median "${shares_public[@]}") % (goal 60 %), private $(median "${shares_private[@]}") % (goal 50 %)," \
+    "by script: private over 1 account $(median "${shares_account[@]}") %, over $accounts accounts $(median "${shares_accounts[@]}") %"
 # Resident memory after the rounds: PostgresNIO's pool once piled up a timer per lease here (OpenConnections).
 echo "resident after the rounds: server $(($(ps -o rss= -p "$bench_server_pid") / 1024)) MiB, floor $(($(ps -o rss= -p "$floor_pid") / 1024)) MiB"
 echo
@@ -94,6 +127,7 @@ if [ "${BENCH_PROFILE:-0}" = 1 ]; then
     save_script "$bench_work/save.lua" profiled
     profile public-empty-poll "$bench_work/public.lua" "$bench_url$path/public/changes/zone?ckAPIToken=$api_token" 32
     profile private-empty-poll "$bench_work/private.lua" "$bench_url$path/private/changes/zone?$private_query" 32
+    profile private-empty-poll-accounts "$bench_work/accounts.lua" "$bench_url" 32
     profile save "$bench_work/save.lua" "$bench_url$path/private/records/modify?$private_query" 4
     echo
 fi
