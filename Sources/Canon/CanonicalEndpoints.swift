@@ -6,13 +6,17 @@ import Synchronization
 
 /// The documented extensions `canonical/resolve`, `canonical/nearby`, `canonical/games`, `canonical/gameDates`
 /// and `canonical/match` on the public database (docs/CANONICAL.md). They answer from a `CanonicalCatalog`,
-/// rebuilt once (however many requests wait for it) when the database's change head moves.
+/// rebuilt once (however many requests wait for it) when a listed zone of the database changes; a trip poll's zone
+/// is unlisted, so votes do not rebuild it.
 public final class CanonicalEndpoints: Sendable {
     let records: RecordStore
     private let cache = Mutex<[Int64: (head: Int64, catalog: Task<CanonicalCatalog, any Error>)]>([:])
     /// The change-head read in flight per database: requests that arrive while one runs share its answer, so 32
     /// concurrent requests cost one query, not 32. Its answer is at most one query's time old.
     private let headReads = Mutex<[Int64: Task<Int64, any Error>]>([:])
+    /// Catalogs built so far (tests: what does and does not rebuild one).
+    var catalogsBuilt: Int { self.built.load(ordering: .relaxed) }
+    private let built = Atomic<Int>(0)
 
     public init(records: RecordStore) { self.records = records }
 
@@ -33,10 +37,11 @@ public final class CanonicalEndpoints: Sendable {
 
     func catalog(for database: DatabaseRef, logger: Logger) async throws -> CanonicalCatalog {
         guard database.scope == .public else { throw CloudError.badRequest("canonical/* answers from the public database only") }
-        let head = try await self.changeHead(of: database, logger: logger)
+        let head = try await self.listedZonesHead(of: database, logger: logger)
         let task = self.cache.withLock { cache in
             if let cached = cache[database.id], cached.head == head { return cached.catalog }
             let records = self.records
+            self.built.add(1, ordering: .relaxed)
             let task = Task {
                 CanonicalCatalog(
                     records: try await records.records(ofTypes: CanonicalCatalog.recordTypes, in: database, logger: logger))
@@ -53,11 +58,11 @@ public final class CanonicalEndpoints: Sendable {
         }
     }
 
-    func changeHead(of database: DatabaseRef, logger: Logger) async throws -> Int64 {
+    func listedZonesHead(of database: DatabaseRef, logger: Logger) async throws -> Int64 {
         let records = self.records
         let read = self.headReads.withLock { reads in
             if let running = reads[database.id] { return running }
-            let task = Task { try await records.changeHead(of: database, logger: logger) }
+            let task = Task { try await records.listedZonesHead(of: database, logger: logger) }
             reads[database.id] = task
             return task
         }

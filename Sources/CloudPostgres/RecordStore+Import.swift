@@ -65,8 +65,9 @@ extension RecordStore {
         return written
     }
 
-    /// Every live record of `types` in any zone of the database, in one snapshot, for callers that keep a derived
-    /// index and rebuild it when `changeHead` moves.
+    /// Every live record of `types` in the database's listed zones, in one snapshot, for callers that keep a derived
+    /// index and rebuild it when `listedZonesHead` moves. Unlisted zones (a trip poll's, in the public database) hold
+    /// no data shared with everyone.
     public func records(ofTypes types: [String], in database: DatabaseRef, logger: Logger) async throws -> [Record] {
         try await self.client.reading { connection in
             var builder = SQLBuilder()
@@ -76,6 +77,7 @@ extension RecordStore {
                 SELECT \(columns) FROM zones z
                 JOIN records r ON r.zone_id = z.id AND NOT r.deleted AND r.record_type = ANY(\(builder.bind(types))::text[])
                 WHERE z.database_id = \(builder.bind(database.id)) AND NOT z.deleted
+                AND NOT starts_with(z.zone_name, \(builder.bind(UnlistedZone.prefix)))
                 """)
             var records: [Record] = []
             for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {
@@ -85,14 +87,17 @@ extension RecordStore {
         }
     }
 
-    /// The database's last change number.
-    public func changeHead(of database: DatabaseRef, logger: Logger) async throws -> Int64 {
+    /// The last change to the database's listed zones. Unlike the database's head it stays put when only an unlisted
+    /// zone changes (every vote in a trip poll of the public database), so what is built from `records(ofTypes:)` is
+    /// rebuilt only when it may have changed.
+    public func listedZonesHead(of database: DatabaseRef, logger: Logger) async throws -> Int64 {
         try await self.client.reading { connection in
-            for try await head in try await connection.query("SELECT change_seq FROM databases WHERE id = \(database.id)", logger: logger).decode(
-                Int64.self)
-            {
-                return head
-            }
+            let rows = try await connection.query(
+                """
+                SELECT coalesce(max(change_seq), 0) FROM zones
+                WHERE database_id = \(database.id) AND NOT deleted AND NOT starts_with(zone_name, \(UnlistedZone.prefix))
+                """, logger: logger)
+            for try await head in rows.decode(Int64.self) { return head }
             return 0
         }
     }
