@@ -159,9 +159,18 @@ struct ZoneHeads: PostgresPreparedStatement {
         JOIN zones z ON z.database_id = d.id AND z.zone_name = k.zone_name AND NOT z.deleted
         """
 
+    /// Zone names compare byte for byte, as PostgreSQL compares them; `String`'s equality would take two canonically
+    /// equivalent names (é precomposed and decomposed), which may be two zones, for one.
     struct Key: Hashable, Sendable {
         var databaseID: Int64
         var zoneName: String
+
+        static func == (a: Key, b: Key) -> Bool { a.databaseID == b.databaseID && a.zoneName.utf8.elementsEqual(b.zoneName.utf8) }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(self.databaseID)
+            for byte in self.zoneName.utf8 { hasher.combine(byte) }
+        }
     }
 
     struct Head: Sendable {
@@ -178,9 +187,10 @@ struct ZoneHeads: PostgresPreparedStatement {
     var keys: Set<Key>
 
     func makeBindings() throws -> PostgresBindings {
+        let keys = Array(self.keys)
         var bindings = PostgresBindings(capacity: 2)
-        bindings.append(self.keys.map(\.databaseID))
-        bindings.append(self.keys.map(\.zoneName))
+        bindings.append(keys.map(\.databaseID))
+        bindings.append(keys.map(\.zoneName))
         return bindings
     }
 

@@ -241,6 +241,31 @@ extension ConcurrencyTests {
 }
 
 extension ConcurrencyTests {
+    /// Two zones whose names differ only in Unicode normalisation are two zones to PostgreSQL; one shared read of both
+    /// heads gives each poll its own.
+    @Test func zonesWhoseNamesAreCanonicallyEquivalentKeepTheirOwnHeads() async throws {
+        try await withTestStore { dependencies in
+            let store = dependencies.records
+            let logger = TestDatabase.logger
+            let database = try await Self.privateDatabase(of: "unicodezones", in: dependencies)
+            let (composed, decomposed) = ("caf\u{E9}", "cafe\u{301}")
+            #expect(composed == decomposed)
+            let created = try await store.modifyZones([.create(composed), .create(decomposed)], in: database, logger: logger)
+            #expect(created.allSatisfy { if case .created = $0 { true } else { false } })
+            let keys: Set = [ZoneHeads.Key(databaseID: database.id, zoneName: composed), ZoneHeads.Key(databaseID: database.id, zoneName: decomposed)]
+            #expect(keys.count == 2)
+            let heads = try await store.client.reading { connection in
+                var heads: [ZoneHeads.Key: Int64] = [:]
+                for try await (key, head) in try await connection.execute(ZoneHeads(keys: keys), logger: logger) { heads[key] = head.id }
+                return heads
+            }
+            #expect(heads.count == 2)
+            #expect(Set(heads.values).count == 2)
+        }
+    }
+}
+
+extension ConcurrencyTests {
     /// A new account's private database.
     static func privateDatabase(of name: String, in dependencies: ServerDependencies) async throws -> DatabaseRef {
         let logger = TestDatabase.logger
