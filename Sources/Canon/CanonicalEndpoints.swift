@@ -11,9 +11,9 @@ import Synchronization
 public final class CanonicalEndpoints: Sendable {
     let records: RecordStore
     private let cache = Mutex<[Int64: (head: Int64, catalog: Task<CanonicalCatalog, any Error>)]>([:])
-    /// The change-head read in flight per database: requests that arrive while one runs share its answer, so 32
-    /// concurrent requests cost one query, not 32. Its answer is at most one query's time old.
-    private let headReads = Mutex<[Int64: Task<Int64, any Error>]>([:])
+    /// The last change among each database's listed zones, read once for all the requests that asked before the read
+    /// started: 32 concurrent requests cost one query, not 32, and each still sees what changed before it asked.
+    private let heads = CoalescedReads<DatabaseRef, Int64>()
     /// Catalogs built so far (tests: what does and does not rebuild one).
     var catalogsBuilt: Int { self.built.load(ordering: .relaxed) }
     private let built = Atomic<Int>(0)
@@ -59,15 +59,11 @@ public final class CanonicalEndpoints: Sendable {
     }
 
     func listedZonesHead(of database: DatabaseRef, logger: Logger) async throws -> Int64 {
-        let records = self.records
-        let read = self.headReads.withLock { reads in
-            if let running = reads[database.id] { return running }
-            let task = Task { try await records.listedZonesHead(of: database, logger: logger) }
-            reads[database.id] = task
-            return task
-        }
-        defer { self.headReads.withLock { reads in if reads[database.id] == read { reads[database.id] = nil } } }
-        return try await read.value
+        try await self.heads.read(database) { databases in
+            var heads: [DatabaseRef: Int64] = [:]
+            for database in databases { heads[database] = try await self.records.listedZonesHead(of: database, logger: logger) }
+            return heads
+        } ?? 0
     }
 
     func directory(for database: DatabaseRef, logger: Logger) async throws -> CanonicalDirectory {
