@@ -32,8 +32,11 @@ current_token() {  # current_token SCOPE QUERY
 json_script() {  # json_script FILE BODY: a wrk script that POSTs BODY as JSON
     printf 'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = %s\n' "'$2'" >"$1"
 }
+poll_body() {  # poll_body TOKEN: changes/zone of the default zone from TOKEN
+    printf '{"zones":[{"zoneID":{"zoneName":"_defaultZone"},"syncToken":"%s"}]}' "$1"
+}
 poll_script() {  # poll_script FILE TOKEN
-    json_script "$1" "{\"zones\":[{\"zoneID\":{\"zoneName\":\"_defaultZone\"},\"syncToken\":\"$2\"}]}"
+    json_script "$1" "$(poll_body "$2")"
 }
 save_script() {  # save_script FILE RECORD_NAME: a single-record forceReplace
     json_script "$1" "{\"operations\":[{\"operationType\":\"forceReplace\",\"record\":{\"recordName\":\"$2\",\"recordType\":\"Visit\",\"fields\":{\"n\":{\"value\":1}}}}]}"
@@ -53,8 +56,7 @@ polls=()
 for i in $(seq 1 "$accounts"); do
     token="$("$bin/stadiumcloud" accounts create "poller$i" 2>/dev/null | sed -n 's/^ckWebAuthToken: //p')"
     query="ckAPIToken=$api_token&ckWebAuthToken=$token"
-    polls+=("$(printf '{"%s", [[{"zones":[{"zoneID":{"zoneName":"_defaultZone"},"syncToken":"%s"}]}]]},' \
-        "$path/private/changes/zone?$query" "$(current_token private "$query")")")
+    polls+=("{\"$path/private/changes/zone?$query\", [[$(poll_body "$(current_token private "$query")")]]},")
 done
 polls_script() {  # polls_script FILE ENTRY...: a wrk script that takes the polls in turn
     {
