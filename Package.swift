@@ -30,17 +30,22 @@ let package = Package(
             name: "CloudCore",
             dependencies: [.product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log")]
         ),
+        /// The server's in-process runtime, never linked by devices: its clock, the change feed that wakes waiting
+        /// requests, reads shared by concurrent requests, the database deadline and batched flushes.
+        .target(name: "CloudRuntime", dependencies: ["CloudCore"]),
         /// Every line of SQL: migrations, record store, change log, accounts, credentials (scrypt, P-256 keys).
         .target(
             name: "CloudPostgres",
             dependencies: [
                 "CloudCore",
+                "CloudRuntime",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         /// Asset bytes: streamed partial uploads, SHA-256, atomic content-addressed blobs, on disk or in an
@@ -53,6 +58,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
             ]
         ),
@@ -65,8 +71,11 @@ let package = Package(
                 "CloudAssets",
                 "CloudCore",
                 "CloudPostgres",
+                "CloudRuntime",
                 "CZlib",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -84,20 +93,27 @@ let package = Package(
             dependencies: [
                 "CloudCore",
                 "CloudPostgres",
+                "CloudRuntime",
                 "SportsDomain",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
             name: "stadiumcloud",
             dependencies: [
                 "Canon",
-                "CloudAssets",
                 "CloudCore",
-                "CloudPostgres",
                 "CloudHTTP",
+                "CloudPostgres",
+                "CloudRuntime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         /// The device side, without sports words: CloudKit WS calls over URLSession, the SQLite local store (GRDB),
@@ -133,6 +149,10 @@ let package = Package(
                 "CloudHTTP",
                 "CloudPostgres",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             path: "bench/Sources"
         ),
@@ -152,6 +172,7 @@ let package = Package(
             path: "bench/Client"
         ),
         .testTarget(name: "CloudCoreTests", dependencies: ["CloudCore"]),
+        .testTarget(name: "CloudRuntimeTests", dependencies: ["CloudCore", "CloudRuntime"]),
         .testTarget(name: "CanonTests", dependencies: ["Canon", "CloudCore", "SportsDomain"]),
         .testTarget(name: "CloudAssetsTests", dependencies: ["CloudAssets", "CloudCore", .product(name: "Logging", package: "swift-log")]),
         /// The device's sync loop offline, through the `HTTPTransport` seam: no server, no PostgreSQL.
@@ -164,13 +185,25 @@ let package = Package(
                 "CloudCore",
                 "CloudPostgres",
                 "CloudHTTP",
+                "CloudRuntime",
                 "CloudSync",
                 "SportsDomain",
                 "StadiumCloudClient",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
             ]
         ),
     ]
 )
+
+// Every module a file uses is imported by that file, and every import is a declared dependency (SE-0444).
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("MemberImportVisibility")]
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Several processes (issue 16): the public empty poll (`changes/zone` with the current token, API token only) by wrk
+# Several processes: the public empty poll (`changes/zone` with the current token, API token only) by wrk
 # at 32 connections for 10 s, against one process directly (rate limits shared, then per process: what sharing
 # costs), and through nginx to 1 and to 3 processes on one PostgreSQL. Release build; on this 2-core box the
 # processes, nginx, PostgreSQL and wrk share two cores, so expect no gain from 3: the point is what nginx and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The hot path (issue 17): wrk at 32 connections for BENCH_SECONDS (default 10) against the floor (the same HTTP
+# The hot path: wrk at 32 connections for BENCH_SECONDS (default 10) against the floor (the same HTTP
 # stack and pool answering one `SELECT 1`: bench/Floor), `GET /health`, and the public and private empty polls
 # (`changes/zone` with the current token; the private one also over 48 accounts in turn, since concurrent polls
 # share the read of their zones' heads), in BENCH_ROUNDS (default 3) interleaved rounds; then, one client at a

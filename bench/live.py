@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Live sync figures (issue 18), against servers bench/live.sh started: commit-to-wake latency in the same process
+"""Live sync figures, against servers bench/live.sh started: commit-to-wake latency in the same process
 and across two processes, and what 10,000 idle changes/wait requests cost one process (memory, CPU, database
 work, and the write path's throughput beside them). Standard library only: asyncio and raw HTTP/1.1.
 

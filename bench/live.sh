@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Live sync (issue 18): commit-to-wake latency in one process and across two (PostgreSQL LISTEN/NOTIFY), and
+# Live sync: commit-to-wake latency in one process and across two (PostgreSQL LISTEN/NOTIFY), and
 # 10,000 idle changes/wait requests on one process: resident memory per waiter, CPU and database transactions
 # while they wait, and the write path's throughput beside them. Two release servers on one throwaway PostgreSQL
 # (fsync off, as bench/run.sh); the client is bench/live.py (asyncio, raw HTTP). BENCH_ROUNDS (200) and

@@ -1,7 +1,9 @@
 import CloudCore
-import SportsDomain
 import CloudPostgres
+import CloudRuntime
+import Foundation
 import Logging
+import SportsDomain
 import Synchronization
 
 /// The documented extensions `canonical/resolve`, `canonical/nearby`, `canonical/games`, `canonical/gameDates`

@@ -1,6 +1,8 @@
 import CloudCore
-import SportsDomain
+import CloudPostgres
+import CloudRuntime
 import Logging
+import SportsDomain
 
 /// The checks on a person's own records against the canonical data (issue 14's "bad input"): a visit for a sport its
 /// venue never hosted, a visit naming a game played at another venue, an achievement record that matches no

@@ -1,4 +1,5 @@
 import CloudCore
+import CloudRuntime
 import Logging
 import PostgresNIO
 

@@ -1,4 +1,7 @@
 import ArgumentParser
+import CloudCore
+import CloudHTTP
+import CloudPostgres
 import Foundation
 
 struct Accounts: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Canon
+import CloudPostgres
 import Foundation
 
 struct Import: AsyncParsableCommand {

@@ -1,6 +1,8 @@
 import ArgumentParser
 import CloudCore
+import CloudPostgres
 import Foundation
+import Logging
 
 struct Records: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Moderate records of the public database.", subcommands: [Delete.self])

@@ -2,10 +2,12 @@ import ArgumentParser
 import Canon
 import CloudHTTP
 import CloudPostgres
+import CloudRuntime
 import Foundation
 import Metrics
 import Prometheus
 import ServiceLifecycle
+import UnixSignals
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Serve the CloudKit Web Services API.")

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CloudPostgres
 import Foundation
 
 struct Tokens: AsyncParsableCommand {

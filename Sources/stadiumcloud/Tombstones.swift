@@ -1,5 +1,6 @@
 import ArgumentParser
 import CloudCore
+import CloudPostgres
 import Foundation
 
 struct Tombstones: AsyncParsableCommand {

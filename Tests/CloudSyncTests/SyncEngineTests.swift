@@ -1,6 +1,7 @@
 import CloudCore
 @testable import CloudSync
 import Foundation
+import Synchronization
 import Testing
 
 /// The device's sync loop without a server: outbox delivery exactly once and paging, through `ScriptedServer`.

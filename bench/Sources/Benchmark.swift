@@ -4,6 +4,7 @@ import CloudPostgres
 import Foundation
 import Logging
 import NIOCore
+import NIOHTTP1
 import PostgresNIO
 
 /// Measures a running server against the raw PostgreSQL work it stands for, on the same database:

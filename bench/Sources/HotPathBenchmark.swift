@@ -4,6 +4,7 @@ import CloudPostgres
 import Foundation
 import Logging
 import NIOCore
+import NIOHTTP1
 import PostgresNIO
 
 /// The hot path (issue 17), one client and one request at a time: a single-record save (`records/modify`, the web

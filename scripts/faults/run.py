@@ -343,7 +343,7 @@ def db_outage(ctx, seconds):
     server_errors = {s: c for s, c in statuses.items() if isinstance(s, int) and s >= 500 and s != 503}
     expect(not server_errors, f"answers other than 503 during the outage: {server_errors}")
     # An outage shorter than the 3 s database deadline may cut no request: one that had not yet taken a connection
-    # waits for PostgreSQL's return and is served (a save holds one for two short round trips, issue 17).
+    # waits for PostgreSQL's return and is served (a save holds one for two short round trips).
     expect(statuses.get(503) or seconds < 3, "no 503 TRY_AGAIN_LATER was seen while the database was away")
     expect("connection error" not in statuses, f"{statuses.get('connection error')} requests got no answer (timeout or reset)")
     # /ready waits up to 2 s for the database: asked half a second into a 1 s outage, it may see it come back.

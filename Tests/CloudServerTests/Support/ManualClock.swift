@@ -1,4 +1,5 @@
 import CloudCore
+import CloudRuntime
 import Synchronization
 
 /// A clock that moves only when the test says so: `advance(by:)` moves its time and wakes the sleepers whose

@@ -1,4 +1,6 @@
 import CloudCore
+import CloudHTTP
+import CloudPostgres
 import Crypto
 import Foundation
 import HTTPTypes

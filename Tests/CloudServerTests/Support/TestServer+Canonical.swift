@@ -1,5 +1,7 @@
 import Canon
 import CloudCore
+import CloudHTTP
+import CloudPostgres
 import Foundation
 
 /// The repository's schema and canonical dataset, loaded once.

@@ -1,0 +1,112 @@
+import CloudCore
+import CloudRuntime
+
+/// Settings of a running server (flags over environment over these defaults; see `stadiumcloud serve --help`).
+public struct ServerConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    public var port = 8080
+    /// Largest JSON request body accepted (200 operations of small records fit easily).
+    public var maxBodyBytes = 16 * 1024 * 1024
+    /// How long deletions stay visible to deltas; older tokens get CHANGE_TOKEN_EXPIRED.
+    public var tombstoneRetention: Duration = .seconds(30 * 24 * 3600)
+    /// How often the purge job runs.
+    public var purgeInterval: Duration = .seconds(3600)
+    /// `https://sync.example.com` when a proxy terminates TLS: the base of every absolute URL handed out
+    /// (upload, download, sign-in). Unset, it is `http://` plus the Host the client used.
+    public var publicBaseURL: String?
+    /// Containers served; any other gets NOT_FOUND, so stray names cannot create databases.
+    public var containers: Set<String> = ["iCloud.com.sportstime.app"]
+    /// How long a database request may wait (mostly for a connection while PostgreSQL is away) before it is
+    /// answered 503 TRY_AGAIN_LATER.
+    public var databaseTimeout: Duration = .seconds(10)
+    /// Whether writes in development add the record types and fields they use to the schema (`serve
+    /// --no-just-in-time-schema` turns it off; production is always strict).
+    public var justInTimeSchema = true
+    public var auth = AuthConfiguration()
+    public var live = LiveConfiguration()
+    public var rateLimits = RateLimits()
+    public var limits = RecordLimits()
+    /// Where asset bytes live: a folder (`FileAssetStore`) or `s3://bucket[/prefix]?endpoint=…` (`S3AssetStore`).
+    public var assets = ".stadiumcloud/assets"
+    /// Largest asset accepted, checked before bytes are stored.
+    public var maxAssetBytes: Int64 = 100 * 1024 * 1024
+    /// Bytes of assets one database (one account) may store.
+    public var accountQuotaBytes: Int64 = 10 * 1024 * 1024 * 1024
+    /// How long an asset no record references is kept before the collector removes it (longer than a receipt lives).
+    public var unreferencedAssetGraceSeconds = 48 * 3600
+    /// How often the collector runs.
+    public var assetCollectionInterval: Duration = .seconds(3600)
+    /// How long an upload URL, a receipt and a download URL stay valid.
+    public var uploadURLLifetimeSeconds = 15 * 60
+    public var receiptLifetimeSeconds = 24 * 3600
+    public var downloadURLLifetimeSeconds = 3600
+    /// The time the server goes by (URL and token lifetimes, change stamps, deadlines); tests move their own.
+    public var clock = ServerClock.system
+
+    public init() {}
+}
+
+/// Sign-in sessions, web auth token rotation and server-to-server signatures (docs/AUTH.md).
+public struct AuthConfiguration: Sendable {
+    /// A web auth token's idle lifetime: CloudKit's 30 minutes, or 2 weeks with "keep me signed in".
+    public var sessionIdleSeconds = 30 * 60
+    public var keepSignedInSeconds = 14 * 24 * 3600
+    /// How long a token stays valid after the token that replaced it was first used.
+    public var rotationGraceSeconds = 120
+    /// Allowed clock difference for server-to-server signatures, either way.
+    public var signatureWindowSeconds = 600
+    /// URL prefixes the sign-in page may hand a token to (`sportstime://signin`); others are refused, so a
+    /// crafted link cannot send someone's token to a stranger.
+    public var signInCallbackPrefixes: [String] = []
+    /// scrypt cost (log2 N) for new password hashes (tests lower it: a hash at 15 takes about 100 ms).
+    public var passwordHashLog2Rounds = 15
+
+    public init() {}
+}
+
+/// A token bucket: `perSecond` sustained, `burst` at once.
+public struct RateLimit: Sendable {
+    public var perSecond: Double
+    public var burst: Double
+
+    public init(perSecond: Double, burst: Double) {
+        self.perSecond = perSecond
+        self.burst = burst
+    }
+}
+
+/// Request budgets, kept in memory per server process; exceeding one answers 503 THROTTLED with `retryAfter`.
+public struct RateLimits: Sendable {
+    /// One container API token is shared by every install of an app: high, a guard against a runaway client.
+    public var perAPIToken = RateLimit(perSecond: 500, burst: 2000)
+    public var perAccount = RateLimit(perSecond: 20, burst: 200)
+    public var perServerKey = RateLimit(perSecond: 50, burst: 500)
+    /// Records one person may create or change in the public database, where everyone sees them: a guard against
+    /// spam, far above what planning trips with friends needs.
+    public var publicWritesPerAccount = RateLimit(perSecond: 0.5, burst: 60)
+    /// Password guesses against one account name.
+    public var signInPerAccount = RateLimit(perSecond: 0.1, burst: 10)
+    /// Every sign-in attempt together: each costs a scrypt hash.
+    public var signInTotal = RateLimit(perSecond: 5, burst: 20)
+    /// Whether budgets are shared by every process on the database (counts added to it 4 times a second) or kept
+    /// per process (one process: no database writes for rate limits at all).
+    public var shared = true
+
+    public init() {}
+}
+
+/// Live sync: `changes/wait`, subscriptions and the web courier (docs/SYNC.md).
+public struct LiveConfiguration: Sendable {
+    /// Waiting requests per process and per account; past them, 503 THROTTLED.
+    public var waiters = ChangeFeed.Limits()
+    /// The longest a `changes/wait` or a courier poll is held (CouchDB's longpoll also stops at 60 s).
+    public var maxWaitSeconds = 60
+    /// How long a courier poll is held when the client does not say.
+    public var courierWaitSeconds = 30
+    /// Lifetime of a push token from `tokens/create` (CloudKit JS asks for 12 hours).
+    public var pushTokenLifetimeSeconds = 12 * 3600
+    /// Subscriptions per account and database.
+    public var maxSubscriptions = 100
+
+    public init() {}
+}

@@ -1,0 +1,202 @@
+import CloudCore
+import CloudRuntime
+import Logging
+import PostgresNIO
+
+extension RecordStore {
+    /// The changes in a zone after `syncToken` (everything, without tombstones, when it is nil).
+    ///
+    /// The database's change head is read in the same statement (one snapshot) as the changed rows. Writers hold
+    /// the database row lock from their first statement to commit, so a snapshot that sees head H sees every
+    /// change numbered up to H: a token never jumps over a change that commits later.
+    public func changes(
+        zoneName: String, since syncToken: String?, limit: Int?, desiredKeys: [String]?, recordTypes: [String]?,
+        in database: DatabaseRef, logger: Logger
+    ) async throws -> ZoneChanges {
+        let limit = try self.resultsLimit(limit)
+        let token = try self.zoneToken(syncToken, in: database)
+        // Most polls find nothing new: the zone's own head says so, in one prepared (planned once) statement that
+        // reads the heads for every poll that asked before it started (`CoalescedReads`).
+        if let token, let zone = try await self.zoneHead(database.id, zoneName, logger: logger), zone.changeSeq <= token.seq {
+            if token.zoneID != zone.id {
+                try await self.client.reading { connection in
+                    try await self.rejectForeignZoneToken(token, zoneName: zoneName, in: database, on: connection, logger: logger)
+                }
+            }
+            if token.isExpired(purgedSeq: zone.purgedSeq) { throw CloudError.changeTokenExpired }
+            let next = ChangeToken(kind: .zone, databaseID: database.id, zoneID: zone.id, seq: max(zone.head, token.seq), horizon: zone.purgedSeq)
+            return ZoneChanges(records: [], syncToken: next.encode(with: self.signer), moreComing: false)
+        }
+        return try await self.client.reading { connection in
+            // One statement, one snapshot: the zone, the database head, the purge horizon and the rows.
+            var builder = SQLBuilder()
+            let columns = Self.recordColumns(&builder, desiredKeys: desiredKeys)
+            var filter = "r.change_seq > \(builder.bind(token?.seq ?? 0))"
+            if token == nil { filter += " AND NOT r.deleted" }
+            if let recordTypes { filter += " AND r.record_type = ANY(\(builder.bind(recordTypes))::text[])" }
+            builder.append(
+                """
+                SELECT h.id, h.head, h.purged_seq, r.* FROM (
+                    SELECT z.id, d.change_seq AS head, z.purged_seq FROM databases d JOIN zones z ON z.database_id = d.id
+                    WHERE d.id = \(builder.bind(database.id)) AND z.zone_name = \(builder.bind(zoneName)) AND NOT z.deleted) h
+                LEFT JOIN LATERAL (
+                    SELECT \(columns) FROM records r WHERE r.zone_id = h.id AND \(filter)
+                    ORDER BY r.change_seq LIMIT \(builder.bind(limit + 1))) r ON true
+                """)
+            var zone: (id: Int64, head: Int64, purged: Int64)?
+            var records: [RecordSnapshot] = []
+            let rows = try await connection.query(builder.query, logger: logger)
+            for try await row in rows.decode(
+                (Int64, Int64, Int64, String?, String?, Int64?, Bool?, String?, Int64?, String?, String?, Int64?, String?, String?).self
+            ) {
+                zone = (row.0, row.1, row.2)
+                if let name = row.3, let type = row.4, let seq = row.5, let deleted = row.6, let fields = row.7,
+                    let cms = row.8, let cby = row.9, let cdev = row.10, let mms = row.11, let mby = row.12, let mdev = row.13
+                {
+                    records.append(Self.snapshot((name, type, seq, deleted, fields, cms, cby, cdev, mms, mby, mdev)))
+                }
+            }
+            guard let zone else { throw CloudError(.zoneNotFound, "zone \(zoneName) does not exist") }
+            if let token {
+                if token.zoneID != zone.id {
+                    try await self.rejectForeignZoneToken(token, zoneName: zoneName, in: database, on: connection, logger: logger)
+                }
+                if token.isExpired(purgedSeq: zone.purged) { throw CloudError.changeTokenExpired }
+            }
+            let moreComing = records.count > limit
+            if moreComing { records.removeLast() }
+            // The last page ends at the head: the token advances even when this zone had no changes.
+            let position = moreComing ? records.last!.changeSeq : max(zone.head, token?.seq ?? 0)
+            let next = ChangeToken(kind: .zone, databaseID: database.id, zoneID: zone.id, seq: position, horizon: zone.purged)
+            return ZoneChanges(records: records, syncToken: next.encode(with: self.signer), moreComing: moreComing)
+        }
+    }
+
+    /// A zone's head (nil: no such zone), from a read that started after this call and may answer other polls too.
+    func zoneHead(_ databaseID: Int64, _ zoneName: String, logger: Logger) async throws -> ZoneHeads.Head? {
+        try await self.zoneHeads.read(ZoneHeads.Key(databaseID: databaseID, zoneName: zoneName)) { keys in
+            try await self.client.reading { connection in
+                var heads: [ZoneHeads.Key: ZoneHeads.Head] = [:]
+                for try await (key, head) in try await connection.execute(ZoneHeads(keys: keys), logger: logger) { heads[key] = head }
+                return heads
+            }
+        }
+    }
+
+    /// A client's zone token, verified and bound to this database (the zone is checked against the query's).
+    func zoneToken(_ syncToken: String?, in database: DatabaseRef) throws -> ChangeToken? {
+        guard let syncToken, !syncToken.isEmpty else { return nil }
+        let token = try ChangeToken.decode(syncToken, kind: .zone, with: self.signer)
+        guard token.databaseID == database.id else { throw ChangeToken.notValidHere }
+        return token
+    }
+
+    /// A token of another zone: expired when it is of a deleted zone of the same name (the client starts over),
+    /// otherwise a client mistake.
+    func rejectForeignZoneToken(_ token: ChangeToken, zoneName: String, in database: DatabaseRef, on connection: PostgresConnection, logger: Logger)
+        async throws -> Never
+    {
+        let rows = try await connection.query(
+            "SELECT 1 FROM zones WHERE id = \(token.zoneID) AND database_id = \(database.id) AND zone_name = \(zoneName) AND deleted",
+            logger: logger)
+        for try await _ in rows { throw CloudError.changeTokenExpired }
+        throw CloudError.badRequest("syncToken belongs to another zone")
+    }
+
+    /// Zones created, changed or deleted after a database token (`changes/database`).
+    public func databaseChanges(since syncToken: String?, limit: Int?, in database: DatabaseRef, logger: Logger) async throws -> DatabaseChanges {
+        let limit = try self.resultsLimit(limit)
+        var token: ChangeToken?
+        if let syncToken, !syncToken.isEmpty {
+            token = try ChangeToken.decode(syncToken, kind: .database, with: self.signer)
+            guard token?.databaseID == database.id else { throw ChangeToken.notValidHere }
+        }
+        let since = token?.seq
+        return try await self.client.reading { connection in
+            let rows = try await connection.query(
+                """
+                SELECT d.change_seq, d.purged_seq, z.zone_name, z.change_seq, z.deleted FROM databases d
+                LEFT JOIN LATERAL (
+                    SELECT zone_name, change_seq, deleted FROM zones
+                    WHERE database_id = d.id AND change_seq > \(since ?? -1) AND (\(since != nil) OR NOT deleted)
+                    ORDER BY change_seq LIMIT \(limit + 1)) z ON true
+                WHERE d.id = \(database.id)
+                """, logger: logger)
+            var head: Int64 = 0
+            var purged: Int64 = 0
+            var zones: [(ZoneChange, Int64)] = []
+            for try await (dbHead, dbPurged, name, seq, deleted) in rows.decode((Int64, Int64, String?, Int64?, Bool?).self) {
+                head = dbHead
+                purged = dbPurged
+                if let name, let seq, let deleted { zones.append((ZoneChange(zoneName: name, deleted: deleted), seq)) }
+            }
+            if let token, token.isExpired(purgedSeq: purged) { throw CloudError.changeTokenExpired }
+            // Every zone event has its own sequence number, so a page can end after any zone.
+            let moreComing = zones.count > limit
+            if moreComing { zones.removeLast() }
+            let position = moreComing ? zones.last!.1 : max(head, since ?? 0)
+            let next = ChangeToken(kind: .database, databaseID: database.id, seq: position, horizon: purged)
+            return DatabaseChanges(zones: zones.map(\.0), syncToken: next.encode(with: self.signer), moreComing: moreComing)
+        }
+    }
+
+    func resultsLimit(_ requested: Int?) throws -> Int {
+        guard let requested else { return self.limits.maxResultsLimit }
+        guard requested > 0 else { throw CloudError.badRequest("resultsLimit must be at least 1") }
+        return min(requested, self.limits.maxResultsLimit)
+    }
+}
+
+/// Zones' ids, their databases' heads, their purge horizons and their own last changes, by database id and zone name,
+/// for every poll that shares the read (`RecordStore.zoneHeads`). A record write moves the zone's `change_seq` in the
+/// same statement as the rows (RecordStore+Modify), so in one snapshot "the zone's change_seq is at most the token's"
+/// means exactly "no row after the token".
+struct ZoneHeads: PostgresPreparedStatement {
+    static var name: String { "ZoneHeads" }
+    static let sql = """
+        SELECT d.id, z.zone_name, z.id, d.change_seq, z.purged_seq, z.change_seq
+        FROM unnest($1::bigint[], $2::text[]) AS k(database_id, zone_name)
+        JOIN databases d ON d.id = k.database_id
+        JOIN zones z ON z.database_id = d.id AND z.zone_name = k.zone_name AND NOT z.deleted
+        """
+
+    /// Zone names compare byte for byte, as PostgreSQL compares them; `String`'s equality would take two canonically
+    /// equivalent names (é precomposed and decomposed), which may be two zones, for one.
+    struct Key: Hashable, Sendable {
+        var databaseID: Int64
+        var zoneName: String
+
+        static func == (a: Key, b: Key) -> Bool { a.databaseID == b.databaseID && a.zoneName.utf8.elementsEqual(b.zoneName.utf8) }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(self.databaseID)
+            for byte in self.zoneName.utf8 { hasher.combine(byte) }
+        }
+    }
+
+    struct Head: Sendable {
+        var id: Int64
+        /// The database's change head.
+        var head: Int64
+        var purgedSeq: Int64
+        /// The zone's own last change.
+        var changeSeq: Int64
+    }
+
+    typealias Row = (key: Key, head: Head)
+
+    var keys: Set<Key>
+
+    func makeBindings() throws -> PostgresBindings {
+        let keys = Array(self.keys)
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(keys.map(\.databaseID))
+        bindings.append(keys.map(\.zoneName))
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        let (database, name, id, head, purged, changed) = try row.decode((Int64, String, Int64, Int64, Int64, Int64).self)
+        return (Key(databaseID: database, zoneName: name), Head(id: id, head: head, purgedSeq: purged, changeSeq: changed))
+    }
+}

@@ -1,0 +1,149 @@
+import CloudCore
+import CloudRuntime
+import Foundation
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// Owns every line of SQL about databases, zones and records. Each write is one transaction that holds the
+/// database's row lock from the moment its change numbers are stored until it commits (a record write may plan
+/// without the lock, then stores only if the counter has not moved), so change numbers commit in one order
+/// (docs/SYNC.md).
+public final class RecordStore: Sendable {
+    let client: PostgresPool
+
+    /// Since when and why PostgreSQL does not answer, for `/ready`; nil while it does.
+    public var databaseOutage: PostgresPool.Outage? { self.client.outage }
+    public let signer: TokenSigner
+    public let limits: RecordLimits
+    /// The time stamped on zones, assets and kept answers.
+    public let clock: ServerClock
+    private let databaseIDs = Mutex<[DatabaseKey: Int64]>([:])
+    /// Wakes the requests waiting for changes, in this process and the others, after each committed write.
+    public let changes: ChangeBroadcast
+    /// Concurrent polls share the read of their zones' heads.
+    let zoneHeads = CoalescedReads<ZoneHeads.Key, ZoneHeads.Head>()
+    /// Deployed schemas by version, so a write re-reads only its version number.
+    let schemaCache = Mutex<[Int32: Schema]>([:])
+    /// Whether a write in a development environment may add record types and fields to its schema (CloudKit's
+    /// just-in-time schema); production never does.
+    public let justInTimeSchema: Bool
+    /// Optimistic writes that another write overtook and that were written again under the lock (RecordStore+Modify).
+    public var writesRetriedUnderLock: Int { self.retriedUnderLock.load(ordering: .relaxed) }
+    let retriedUnderLock = Atomic<Int>(0)
+
+    struct DatabaseKey: Hashable {
+        var container: String
+        var environment: String
+        var scope: DatabaseScope
+        var ownerAccountID: Int64?
+    }
+
+    public init(
+        client: PostgresPool, signer: TokenSigner, limits: RecordLimits = RecordLimits(), clock: ServerClock = .system,
+        feed: ChangeFeed = ChangeFeed(), justInTimeSchema: Bool = true
+    ) {
+        self.client = client
+        self.justInTimeSchema = justInTimeSchema
+        self.signer = signer
+        self.limits = limits
+        self.clock = clock
+        self.changes = ChangeBroadcast(client: client, feed: feed, logger: Logger(label: "stadiumcloud.changes"))
+    }
+
+    /// The migrations not yet applied (what `/ready` reports): empty when the database is current.
+    public func pendingMigrations(_ migrations: [Migration], logger: Logger) async throws -> [MigrationStatus] {
+        try await Migrator(client: self.client, migrations: migrations, logger: logger).pending()
+    }
+
+    // MARK: Databases and zones
+
+    /// Finds or creates the database (and its default zone) for a container, environment, scope and owner.
+    public func database(
+        container: String, environment: String, scope: DatabaseScope, owner: Account?, logger: Logger
+    ) async throws -> DatabaseRef {
+        let key = DatabaseKey(container: container, environment: environment, scope: scope, ownerAccountID: owner?.id)
+        let ownerName = owner?.userRecordName ?? "_defaultOwner"
+        if let id = self.databaseIDs.withLock({ $0[key] }) {
+            return DatabaseRef(id: id, scope: scope, ownerRecordName: ownerName)
+        }
+        let id = try await self.client.transaction(logger: logger) { connection -> Int64 in
+            let inserted = try await connection.query(
+                """
+                INSERT INTO databases (container, environment, scope, owner_account_id)
+                VALUES (\(container), \(environment), \(scope.rawValue), \(owner?.id))
+                ON CONFLICT (container, environment, scope, owner_account_id) DO NOTHING RETURNING id
+                """, logger: logger)
+            for try await id in inserted.decode(Int64.self) {
+                try await connection.query(
+                    "INSERT INTO zones (database_id, zone_name, change_seq, modified_ms) VALUES (\(id), \(defaultZoneName), 0, \(self.clock.now))",
+                    logger: logger)
+                return id
+            }
+            let existing = try await connection.query(
+                """
+                SELECT id FROM databases WHERE container = \(container) AND environment = \(environment)
+                AND scope = \(scope.rawValue) AND owner_account_id IS NOT DISTINCT FROM \(owner?.id)
+                """, logger: logger)
+            for try await id in existing.decode(Int64.self) { return id }
+            throw CloudError(.internalError, "database row vanished")
+        }
+        self.databaseIDs.withLock { $0[key] = id }
+        return DatabaseRef(id: id, scope: scope, ownerRecordName: ownerName)
+    }
+
+    /// The live zone's internal id, or ZONE_NOT_FOUND.
+    func zoneID(named name: String, in database: DatabaseRef, on connection: PostgresConnection, logger: Logger) async throws -> Int64 {
+        let rows = try await connection.query(
+            "SELECT id FROM zones WHERE database_id = \(database.id) AND zone_name = \(name) AND NOT deleted", logger: logger)
+        for try await id in rows.decode(Int64.self) { return id }
+        throw CloudError(.zoneNotFound, "zone \(name) does not exist")
+    }
+
+    // MARK: records/lookup
+
+    /// The live records with these names, each limited to its desired keys, in request order; `nil` for a name that
+    /// does not exist. One query per distinct key list (clients send one list, or the same list per record).
+    public func lookup(
+        _ wanted: [(name: String, desiredKeys: [String]?)], zoneName: String, in database: DatabaseRef, logger: Logger
+    ) async throws -> [RecordSnapshot?] {
+        try await self.client.reading { connection in
+            let zoneID = try await self.zoneID(named: zoneName, in: database, on: connection, logger: logger)
+            var answers = [RecordSnapshot?](repeating: nil, count: wanted.count)
+            for (keys, indices) in Dictionary(grouping: wanted.indices, by: { wanted[$0].desiredKeys }) {
+                var builder = SQLBuilder()
+                let columns = Self.recordColumns(&builder, desiredKeys: keys)
+                let names = indices.map { wanted[$0].name }
+                builder.append(
+                    "SELECT \(columns) FROM records r WHERE r.zone_id = \(builder.bind(zoneID)) AND NOT r.deleted AND r.record_name = ANY(\(builder.bind(names)))"
+                )
+                var found: [String: RecordSnapshot] = [:]
+                for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {
+                    found[columns.0] = Self.snapshot(columns)
+                }
+                for index in indices { answers[index] = found[wanted[index].name] }
+            }
+            return answers
+        }
+    }
+}
+
+extension RecordStore {
+    /// Runs `job` unless another server process runs the job called `name` right now, so N processes run a
+    /// periodic job once, not N times at once: a PostgreSQL advisory lock, held on one connection for the job's
+    /// duration and released with it (or by PostgreSQL when the process dies). Nil when another process had it.
+    public func exclusively<Result: Sendable>(_ name: String, logger: Logger, _ job: () async throws -> Result) async throws -> Result? {
+        try await self.client.reading { connection in
+            let key = "stadiumcloud:" + name
+            var acquired = false
+            for try await got in try await connection.query("SELECT pg_try_advisory_lock(hashtext(\(key))::int8)", logger: logger).decode(Bool.self) {
+                acquired = got
+            }
+            guard acquired else { return nil }
+            let result: Swift.Result<Result, any Error>
+            do { result = .success(try await job()) } catch { result = .failure(error) }
+            _ = try? await connection.query("SELECT pg_advisory_unlock(hashtext(\(key))::int8)", logger: logger)
+            return try result.get()
+        }
+    }
+}

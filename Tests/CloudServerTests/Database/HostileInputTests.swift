@@ -1,0 +1,69 @@
+import CloudCore
+import CloudHTTP
+import CloudPostgres
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+/// Inputs found by reading for crashes (and by the fuzz run): each must be a clear 400, never a crash or a 500.
+@Suite struct HostileInputTests {
+    @Test func outOfRangeTimestampsAreBadRequests() async throws {
+        try await TestServer.run { server in
+            for value: JSONValue in [1e300, -1e300, "nan", "inf", "1e300"] {
+                let query = try await server.call(
+                    "records/query",
+                    [
+                        "query": [
+                            "recordType": "Stadium",
+                            "filterBy": [
+                                ["fieldName": "openedAt", "comparator": "GREATER_THAN", "fieldValue": ["value": value, "type": "TIMESTAMP"]]
+                            ],
+                        ]
+                    ],
+                    database: "public")
+                #expect(query.status == 400, "\(value): \(query.json)")
+                let write = try await server.modify(
+                    [Op.create("t", ["when": ["value": value, "type": "TIMESTAMP"]].mapValues { $0 })], as: server.alice)
+                #expect(write.anyErrorCode == "BAD_REQUEST", "\(value): \(write.json)")
+            }
+        }
+    }
+
+    @Test func farAwayCanonicalDatesAreBadRequests() async throws {
+        try await TestServer.run { server in
+            for date: JSONValue in ["999999999-01-01", "-999999999-01-01", .int(Int64.max), .int(Int64.min)] {
+                let resolve = try await server.call("canonical/resolve", ["name": "Oracle Park", "date": date], database: "public")
+                #expect(resolve.status == 400, "\(date): \(resolve.json)")
+                let nearby = try await server.call("canonical/nearby", ["latitude": 37.77, "longitude": -122.39, "date": date], database: "public")
+                #expect(nearby.status == 400, "\(date): \(nearby.json)")
+            }
+        }
+    }
+
+    @Test func signInWithAFormBodyAndAJSONAcceptGetsJSON() async throws {
+        try await TestServer.run { server in
+            try await server.dependencies.credentials.setPassword(
+                accountName: "alice", password: "correct horse battery", logger: TestDatabase.logger)
+            let reply = try await server.client.execute(
+                uri: "/signin", method: .post, headers: [.contentType: "application/x-www-form-urlencoded", .accept: "application/json"],
+                body: .init(string: "accountName=alice&password=correct+horse+battery")
+            ) { $0 }
+            #expect(reply.status == .ok)
+            #expect(try JSONValue.parse(reply.body.readableBytesView)["ckWebAuthToken"] != nil)
+        }
+    }
+
+    @Test func usersEndpointsCheckTheContainerLikeEveryOther() async throws {
+        try await TestServer.run { server in
+            let reply = try await server.client.execute(
+                uri:
+                    "/database/1/iCloud.com.elsewhere/development/public/users/current?ckAPIToken=\(server.apiToken)&ckWebAuthToken=\(server.alice.webAuthToken)",
+                method: .get
+            ) { $0 }
+            #expect(reply.status.code == 404)
+            let shared = try await server.call("users/current", database: "shared", as: server.alice)
+            #expect(shared.status == 200, "users/* accepts every database segment (reference §1)")
+        }
+    }
+}

@@ -1,0 +1,122 @@
+import CloudCore
+@testable import CloudPostgres
+import CloudRuntime
+import Foundation
+import PostgresNIO
+import Synchronization
+import Testing
+
+/// `OpenConnections`: requests share at most the maximum; a connection PostgreSQL ends is dropped and replaced; a
+/// wait cut short and a connection that cannot be opened leave no slot taken.
+@Suite struct OpenConnectionsTests {
+    @Test func requestsShareKeptConnectionsAndOutliveTheirLoss() async throws {
+        let url = try await TestDatabase.shared.makeDatabase()
+        try await withDatabasePool(url, maximumConnections: 3, logger: TestDatabase.logger) { pool in
+            let backend = { @Sendable () async throws -> Int32 in
+                try await pool.reading { connection in
+                    var pid: Int32 = 0
+                    for try await value in try await connection.query("SELECT pg_backend_pid()", logger: TestDatabase.logger).decode(Int32.self) {
+                        pid = value
+                    }
+                    try await Task.sleep(for: .milliseconds(5))
+                    return pid
+                }
+            }
+            let pids = try await withThrowingTaskGroup(of: Int32.self) { group in
+                for _ in 0..<40 { group.addTask { try await backend() } }
+                return try await group.reduce(into: Set<Int32>()) { $0.insert($1) }
+            }
+            #expect(pids.count <= 3, "at most the maximum is open: \(pids)")
+            #expect(pool.connections.counts.lent == 0)
+            // PostgreSQL ends those backends (a restart does the same): they are dropped, and the next request opens a
+            // new one.
+            try await pool.query("SELECT pg_terminate_backend(pid) FROM unnest(\(Array(pids))::int4[]) AS pid", logger: TestDatabase.logger)
+            try await eventually("the ended connections are dropped") { pool.connections.counts.slots == 0 }
+            let fresh = try await backend()
+            #expect(!pids.contains(fresh))
+            #expect(pool.connections.counts == (slots: 1, lent: 0, idle: 1))
+        }
+    }
+
+    @Test func aConnectionEndedWhileLentGivesItsSlotToAWaitingRequest() async throws {
+        let url = try await TestDatabase.shared.makeDatabase()
+        try await withDatabasePool(url, maximumConnections: 1, logger: TestDatabase.logger) { pool in
+            let (pids, gotPID) = AsyncStream.makeStream(of: Int32.self)
+            // The one connection is lent to a request that never gives it back by itself (a query PostgresNIO never
+            // ends on a connection it closed has been seen): PostgreSQL ends its backend meanwhile.
+            let stuck = Task {
+                try await pool.reading { connection in
+                    for try await pid in try await connection.query("SELECT pg_backend_pid()", logger: TestDatabase.logger).decode(Int32.self) {
+                        gotPID.yield(pid)
+                    }
+                    try await Task.sleep(for: .seconds(600))
+                }
+            }
+            var pid: Int32 = 0
+            for await value in pids {
+                pid = value
+                break
+            }
+            let answer = Mutex<Int?>(nil)
+            let waiting = Task { try await pool.reading { _ in answer.withLock { $0 = 7 } } }
+            try await eventually("a request waits") { pool.connections.counts.lent == 1 }
+            try await pool.query("SELECT pg_terminate_backend(\(pid))", logger: TestDatabase.logger)
+            // Served long before the stuck request ends.
+            try await eventually("the waiting request is served", within: .seconds(20)) { answer.withLock { $0 } == 7 }
+            try await waiting.value
+            stuck.cancel()
+            _ = await stuck.result
+            #expect(pool.connections.counts == (slots: 1, lent: 0, idle: 1))
+        }
+    }
+
+    @Test func aWaitCutShortByItsDeadlineLeavesNothingBehind() async throws {
+        let url = try await TestDatabase.shared.makeDatabase()
+        try await withDatabasePool(url, maximumConnections: 1, logger: TestDatabase.logger) { pool in
+            let (starts, started) = AsyncStream.makeStream(of: Void.self)
+            let (releases, release) = AsyncStream.makeStream(of: Void.self)
+            let busy = Task {
+                try await pool.reading { _ in
+                    started.yield()
+                    for await _ in releases { break }
+                }
+            }
+            for await _ in starts { break }
+            // The one connection is busy: a second request waits for it until its deadline.
+            let time = ManualClock()
+            let waiting = Task { try await withDatabaseDeadline(.seconds(3), clock: time.clock) { try await pool.reading { _ in 1 } } }
+            try await time.waitForSleepers(1)
+            time.advance(by: .seconds(3))
+            await #expect(throws: CloudError.self) { try await waiting.value }
+            release.yield()
+            try await busy.value
+            // The connection went back to be kept, not to the request that gave up.
+            #expect(try await pool.reading { _ in 2 } == 2)
+            #expect(pool.connections.counts == (slots: 1, lent: 0, idle: 1))
+        }
+    }
+
+    @Test func aConnectionThatCannotBeOpenedIsTryAgainLaterAndFreesItsSlot() async throws {
+        let url = try await TestDatabase.shared.makeDatabase()
+        let failures = Mutex(2)
+        let connections = OpenConnections(maximum: 1, logger: TestDatabase.logger) { id in
+            if failures.withLock({ failures in
+                defer { failures -= 1 }
+                return failures > 0
+            }) {
+                throw Refused()
+            }
+            return try await PostgresConnection.connect(configuration: url.connectionConfiguration, id: id, logger: TestDatabase.logger)
+        }
+        for _ in 0..<2 {
+            await #expect(throws: CloudError.self) { try await connections.withConnection { _ in () } }
+            #expect(connections.counts.slots == 0)
+        }
+        #expect(try await connections.withConnection { _ in 3 } == 3)
+        connections.close()
+        #expect(connections.counts.slots == 0)
+        await #expect(throws: CloudError.self) { try await connections.withConnection { _ in () } }
+    }
+}
+
+private struct Refused: Error {}
