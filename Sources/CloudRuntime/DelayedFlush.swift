@@ -5,9 +5,10 @@ import Synchronization
 /// second whatever the request rate. With a nil interval nothing flushes on its own (tests flush by hand).
 public final class DelayedFlush: Sendable {
     private let interval: Duration?
+    private let clock: ServerClock
     private let scheduled = Mutex(false)
 
-    public init(after interval: Duration?) { self.interval = interval }
+    public init(after interval: Duration?, clock: ServerClock) { (self.interval, self.clock) = (interval, clock) }
 
     public func request(_ flush: @escaping @Sendable () async -> Void) {
         guard let interval else { return }
@@ -17,7 +18,7 @@ public final class DelayedFlush: Sendable {
         }
         guard start else { return }
         Task {
-            try? await Task.sleep(for: interval)
+            try? await self.clock.sleep(for: interval)
             // Cleared before flushing, so what is noted during the flush schedules the next one.
             self.scheduled.withLock { $0 = false }
             await flush()

@@ -79,7 +79,7 @@ extension SyncEngine {
                 // Lost, cut or out of step: ask the server how much it has and go on from there.
                 failures += 1
                 guard failures < self.service.retry.attempts else { throw error }
-                try await Task.sleep(for: self.service.retry.delay(attempt: failures - 1, retryAfter: error.retryAfter))
+                try await self.service.retry.pause(after: failures - 1, retryAfter: error.retryAfter)
                 offset = try await self.service.uploadedOffset(url: url)
             }
         }

@@ -71,16 +71,27 @@ public struct RetryPolicy: Sendable {
     public var attempts: Int
     public var firstDelay: Duration
     public var maxDelay: Duration
+    /// How the device waits between tries: `Task.sleep`, or a test's clock.
+    public var wait: @Sendable (Duration) async throws -> Void
 
-    public init(attempts: Int = 4, firstDelay: Duration = .milliseconds(250), maxDelay: Duration = .seconds(30)) {
+    public init(
+        attempts: Int = 4, firstDelay: Duration = .milliseconds(250), maxDelay: Duration = .seconds(30),
+        wait: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+    ) {
         self.attempts = attempts
         self.firstDelay = firstDelay
         self.maxDelay = maxDelay
+        self.wait = wait
     }
 
     func delay(attempt: Int, retryAfter: Int?) -> Duration {
         if let retryAfter { return min(.seconds(retryAfter), self.maxDelay) }
         return min(self.firstDelay * (1 << min(attempt, 10)), self.maxDelay)
+    }
+
+    /// Waits before try `attempt + 2`: what the server asked for, or the backoff.
+    func pause(after attempt: Int, retryAfter: Int?) async throws {
+        try await self.wait(self.delay(attempt: attempt, retryAfter: retryAfter))
     }
 }
 
@@ -215,7 +226,7 @@ public struct CloudKitWebService: Sendable {
             }
             attempt += 1
             guard attempt < self.retry.attempts else { throw failure }
-            try await Task.sleep(for: self.retry.delay(attempt: attempt - 1, retryAfter: failure.retryAfter))
+            try await self.retry.pause(after: attempt - 1, retryAfter: failure.retryAfter)
         }
     }
 

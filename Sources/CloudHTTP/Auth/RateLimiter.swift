@@ -15,7 +15,8 @@ final class RateLimiter: Sendable {
 
     private struct Bucket {
         var tokens: Double
-        var updated: ContinuousClock.Instant
+        /// Milliseconds since 1970, on the server's clock.
+        var updated: Int64
         var limit: RateLimit
         /// Requests taken here and not yet shared.
         var unshared = 0
@@ -26,20 +27,21 @@ final class RateLimiter: Sendable {
     }
 
     private let state = Mutex(State())
+    private let clock: ServerClock
     private let share: Share?
     /// Shares the counts `interval` after the first unshared one (nil interval: only `shareNow`, for tests).
     private let sharing: DelayedFlush
     private let logger = Logger(label: "stadiumcloud.ratelimit")
     private let shareTimer = Metrics.Timer(label: "stadiumcloud_rate_limit_share_seconds")
 
-    init(share: Share? = nil, interval: Duration? = .milliseconds(250)) {
-        self.share = share
-        self.sharing = DelayedFlush(after: interval)
+    init(share: Share? = nil, interval: Duration? = .milliseconds(250), clock: ServerClock) {
+        (self.share, self.clock) = (share, clock)
+        self.sharing = DelayedFlush(after: interval, clock: clock)
     }
 
     /// Takes one request from `key`'s bucket, or throws THROTTLED with the seconds until one is available.
     func take(_ key: String, _ limit: RateLimit, what: String) throws {
-        let now = ContinuousClock.now
+        let now = self.clock.now
         let wait: Double? = self.state.withLock { state in
             if state.buckets.count > 100_000 { Self.dropFull(&state.buckets, now: now) }
             var bucket = state.buckets[key] ?? Bucket(tokens: limit.burst, updated: now, limit: limit)
@@ -76,8 +78,8 @@ final class RateLimiter: Sendable {
         let started = ContinuousClock.now
         do {
             let levels = try await share(counts)
-            let now = ContinuousClock.now
-            self.shareTimer.record(duration: now - started)
+            self.shareTimer.record(duration: ContinuousClock.now - started)
+            let now = self.clock.now
             self.state.withLock { state in
                 for (key, level) in levels where state.buckets[key] != nil {
                     state.buckets[key]!.tokens = level - Double(state.buckets[key]!.unshared)
@@ -92,17 +94,17 @@ final class RateLimiter: Sendable {
         }
     }
 
-    private static func refill(_ bucket: inout Bucket, now: ContinuousClock.Instant) {
-        let elapsed = now - bucket.updated
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    private static func refill(_ bucket: inout Bucket, now: Int64) {
+        // A wall clock set back refills nothing rather than draining the bucket.
+        let seconds = Double(max(0, now - bucket.updated)) / 1000
         bucket.tokens = min(bucket.limit.burst, bucket.tokens + seconds * bucket.limit.perSecond)
         bucket.updated = now
     }
 
     /// Forgets buckets that would be full by now and have nothing to share (memory stays bounded under many keys).
-    private static func dropFull(_ buckets: inout [String: Bucket], now: ContinuousClock.Instant) {
+    private static func dropFull(_ buckets: inout [String: Bucket], now: Int64) {
         buckets = buckets.filter { _, bucket in
-            bucket.unshared > 0 || now - bucket.updated < .seconds((bucket.limit.burst - bucket.tokens) / max(bucket.limit.perSecond, 0.001))
+            bucket.unshared > 0 || Double(now - bucket.updated) < 1000 * (bucket.limit.burst - bucket.tokens) / max(bucket.limit.perSecond, 0.001)
         }
     }
 }

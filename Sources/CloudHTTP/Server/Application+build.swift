@@ -55,7 +55,7 @@ public func buildRouter(configuration: ServerConfiguration, dependencies: Server
     let capabilities = AssetCapabilities(signer: dependencies.records.signer, clock: configuration.clock)
     let credentials = dependencies.credentials
     let share: RateLimiter.Share = { try await credentials.takeFromSharedBuckets($0, logger: Logger(label: "stadiumcloud.ratelimit")) }
-    let limiter = RateLimiter(share: configuration.rateLimits.shared ? share : nil)
+    let limiter = RateLimiter(share: configuration.rateLimits.shared ? share : nil, clock: configuration.clock)
     AssetController(store: dependencies.assets, records: dependencies.records, capabilities: capabilities, configuration: configuration).addRoutes(
         to: router)
     SignInController(credentials: dependencies.credentials, configuration: configuration, limiter: limiter).addRoutes(to: router)

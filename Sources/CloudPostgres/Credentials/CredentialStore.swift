@@ -31,7 +31,7 @@ public final class CredentialStore: Sendable {
     let client: PostgresPool
     /// Recently verified tokens and keys, so a request does not cost a lookup each time; a revocation made by another
     /// server process takes effect here within `cacheLifetime` (1 s: issue 16's bound for several processes).
-    let cache = Mutex<[Data: (value: CachedCredential, expires: ContinuousClock.Instant)]>([:])
+    let cache = Mutex<[Data: (value: CachedCredential, expiresMs: Int64)]>([:])
     let cacheLifetime: Duration
     let hasher: PasswordHasher
     /// The time sessions, grace periods and revocations are measured in.
@@ -66,7 +66,7 @@ public final class CredentialStore: Sendable {
         self.hasher = hasher
         self.clock = clock
         self.cacheLifetime = cacheLifetime
-        self.sessions = WebAuthSessions(client: client, cacheLifetime: cacheLifetime, writeInterval: useWriteInterval) { logger in
+        self.sessions = WebAuthSessions(client: client, clock: clock, cacheLifetime: cacheLifetime, writeInterval: useWriteInterval) { logger in
             try await Self.tokenSigningKey(client, logger: logger)
         }
     }
@@ -222,17 +222,17 @@ public final class CredentialStore: Sendable {
 
     /// Looks `key` up in the cache, or loads it (database errors become TRY_AGAIN_LATER) and caches the answer.
     func cached(_ key: Data, load: (Data) async throws -> CachedCredential) async throws -> CachedCredential {
-        let now = ContinuousClock.now
-        if let cached = self.cache.withLock({ $0[key] }), cached.expires > now { return cached.value }
+        let now = self.clock.now
+        if let cached = self.cache.withLock({ $0[key] }), cached.expiresMs > now { return cached.value }
         let value = try await translatingDatabaseErrors { try await load(key) }
         self.cache.withLock { cache in
             // Rotation adds a token per request: at the bound, forget the expired entries, or everything when more
             // than half are live (so the sweep runs at most once per 5,000 inserts).
             if cache.count > 10_000 {
-                cache = cache.filter { $0.value.expires > now }
+                cache = cache.filter { $0.value.expiresMs > now }
                 if cache.count > 5_000 { cache.removeAll() }
             }
-            cache[key] = (value, now + self.cacheLifetime)
+            cache[key] = (value, now + self.cacheLifetime.milliseconds)
         }
         return value
     }

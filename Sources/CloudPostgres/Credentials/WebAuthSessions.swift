@@ -26,7 +26,7 @@ final class WebAuthSessions: Sendable {
 
     private struct State {
         var signer: TokenSigner?
-        var sessions: [Int64: (session: Session?, expires: ContinuousClock.Instant)] = [:]
+        var sessions: [Int64: (session: Session?, expiresMs: Int64)] = [:]
         /// First uses this process saw and has not written yet, by session and generation.
         var unwritten: [Int64: [Int64: Int64]] = [:]
         /// Uses on their way to the table: still this process's knowledge until the write commits (forgetting them
@@ -43,15 +43,19 @@ final class WebAuthSessions: Sendable {
     private static let kind: UInt8 = 3
 
     let client: PostgresPool
+    let clock: ServerClock
     let cacheLifetime: Duration
     let loadKey: @Sendable (Logger) async throws -> [UInt8]
     /// Writes first uses `writeInterval` after the first unwritten one (nil interval: only `writeUses`, for tests).
     private let writing: DelayedFlush
     private let state = Mutex(State())
 
-    init(client: PostgresPool, cacheLifetime: Duration, writeInterval: Duration?, loadKey: @escaping @Sendable (Logger) async throws -> [UInt8]) {
-        (self.client, self.cacheLifetime, self.loadKey) = (client, cacheLifetime, loadKey)
-        self.writing = DelayedFlush(after: writeInterval)
+    init(
+        client: PostgresPool, clock: ServerClock, cacheLifetime: Duration, writeInterval: Duration?,
+        loadKey: @escaping @Sendable (Logger) async throws -> [UInt8]
+    ) {
+        (self.client, self.clock, self.cacheLifetime, self.loadKey) = (client, clock, cacheLifetime, loadKey)
+        self.writing = DelayedFlush(after: writeInterval, clock: clock)
     }
 
     func signer(logger: Logger) async throws -> TokenSigner {
@@ -82,15 +86,15 @@ final class WebAuthSessions: Sendable {
 
     /// The session, from this process's memory (at most `cacheLifetime` old) with its own unwritten uses on top.
     func session(_ id: Int64, logger: Logger) async throws -> Session? {
-        let now = ContinuousClock.now
+        let now = self.clock.now
         var session: Session?
-        if let cached = self.state.withLock({ $0.sessions[id] }), cached.expires > now {
+        if let cached = self.state.withLock({ $0.sessions[id] }), cached.expiresMs > now {
             session = cached.session
         } else {
             session = try await self.load(id, logger: logger)
             self.state.withLock { state in
-                if state.sessions.count > 10_000 { state.sessions = state.sessions.filter { $0.value.expires > now } }
-                state.sessions[id] = (session, now + self.cacheLifetime)
+                if state.sessions.count > 10_000 { state.sessions = state.sessions.filter { $0.value.expiresMs > now } }
+                state.sessions[id] = (session, now + self.cacheLifetime.milliseconds)
             }
         }
         if let newest = self.state.withLock({ $0.uses(of: id).max { $0.key < $1.key } }), newest.key > session?.newest ?? .max {

@@ -27,17 +27,18 @@ import Testing
         }
     }
 
-    /// A device of Alice's, signed in on first open.
+    /// A device of Alice's, signed in on first open. Between tries it waits for nothing, or moves `clock` on.
     static func device(
         _ server: TestServer, _ folder: String, _ name: String, account: String = "alice", transport: any HTTPTransport = URLSessionTransport(),
-        configuration: SyncConfiguration = SyncConfiguration()
+        configuration: SyncConfiguration = SyncConfiguration(), clock: ManualClock? = nil
     ) async throws -> StadiumCloudClient {
         let port = try #require(server.client.port)
         let client = try StadiumCloudClient(
             storePath: "\(folder)/\(name).sqlite",
             endpoint: ServerEndpoint(
                 baseURL: URL(string: "http://127.0.0.1:\(port)")!, container: "iCloud.com.sportstime.test", apiToken: server.apiToken),
-            transport: transport, retry: RetryPolicy(attempts: 3, firstDelay: .milliseconds(20)), configuration: configuration)
+            transport: transport, retry: RetryPolicy(attempts: 3, firstDelay: .milliseconds(20)) { clock?.advance(by: $0) },
+            configuration: configuration)
         if !client.isSignedIn { try await client.signIn(accountName: account, password: Self.password) }
         return client
     }
@@ -221,14 +222,18 @@ import Testing
     }
 
     @Test func aThrottledDeviceWaitsAndCarriesOn() async throws {
-        // Two calls at once, then one every two seconds: the third call of the first sync is throttled however
-        // slow the machine is.
-        try await TestServer.run(.live, configure: { $0.rateLimits.perAccount = RateLimit(perSecond: 0.5, burst: 2) }) { server in
+        // Two calls at once, then one every two seconds: the third call of the first sync is throttled. The device's
+        // wait for `retryAfter` moves the server's clock on, so nothing waits for time to pass.
+        let clock = ManualClock()
+        try await TestServer.run(.live, configure: {
+            $0.clock = clock.clock
+            $0.rateLimits.perAccount = RateLimit(perSecond: 0.5, burst: 2)
+        }) { server in
             _ = try await server.dependencies.credentials.setPassword(accountName: "alice", password: Self.password, logger: TestDatabase.logger)
             let folder = NSTemporaryDirectory() + "stadiumcloud-client-" + UUID().uuidString
             defer { try? FileManager.default.removeItem(atPath: folder) }
             let network = FlakyTransport()
-            let phone = try await Self.device(server, folder, "phone", transport: network)
+            let phone = try await Self.device(server, folder, "phone", transport: network, clock: clock)
             for day in 0..<2 { try phone.addVisit(stadiumID: "stadium_mlb_fenway_park", date: Int64(day) * 86_400_000) }
             // changes/database, changes/zone and records/modify, then changes/database and changes/zone.
             try await phone.sync()
@@ -236,7 +241,7 @@ import Testing
             #expect(report.waiting == 0)
             #expect(network.sent("/database/").contains { $0.status == 503 }, "the server did throttle")
             #expect(try phone.visits().allSatisfy(\.isSynced))
-            try await Task.sleep(for: .seconds(2.5))  // the query below counts against the same account's budget
+            clock.advance(by: .seconds(2))  // the query below counts against the same account's budget
             #expect(try await Self.serverVisits(server).count == 2)
         }
     }

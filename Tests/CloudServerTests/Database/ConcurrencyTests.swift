@@ -319,7 +319,7 @@ extension ConcurrencyTests {
         try await TestServer.run { server in
             let credentials = server.dependencies.credentials
             let share: RateLimiter.Share = { try await credentials.takeFromSharedBuckets($0, logger: TestDatabase.logger) }
-            let (first, second) = (RateLimiter(share: share, interval: nil), RateLimiter(share: share, interval: nil))
+            let (first, second) = (RateLimiter(share: share, interval: nil, clock: .system), RateLimiter(share: share, interval: nil, clock: .system))
             let limit = RateLimit(perSecond: 0.001, burst: 5)
             for _ in 0..<3 { try first.take("account:1", limit, what: "account") }
             for _ in 0..<2 { try second.take("account:1", limit, what: "account") }

@@ -74,9 +74,9 @@ import Testing
             let token = try await server.pull().token
             let waited = Task { try await server.call("changes/wait", Self.zoneWait(token, timeout: 20), as: server.alice) }
             try await Self.waiters(1, on: server.dependencies.records.changes.feed)
-            while server.dependencies.records.changes.feed.waiting > 0 {
+            try await eventually("the wait to end at its timeout") {
                 clock.advance(by: .seconds(1))
-                try await Task.sleep(for: .milliseconds(1))
+                return server.dependencies.records.changes.feed.waiting == 0
             }
             let answer = try await waited.value
             #expect(answer.status == 200)
@@ -175,7 +175,7 @@ import Testing
             let broadcast = server.dependencies.records.changes
             try await eventually("the first count of listeners") { broadcast.peerCount >= 0 }
             try await server.modify([Op.create("alone")])
-            try await Task.sleep(for: .milliseconds(50))
+            await broadcast.flush()
             #expect(broadcast.notificationsSent == 0)
             let other = try await Stores(client: server.dependencies.records.client).records(logger: TestDatabase.logger).changes
             try await withThrowingTaskGroup(of: Void.self) { group in

@@ -241,7 +241,11 @@ import Testing
             let badTimeout = try await Self.poll(server, path, timeout: 61)
             #expect(badTimeout.status == 400)
         }
-        try await TestServer.run(configure: { $0.live.pushTokenLifetimeSeconds = 0 }) { server in
+        let clock = ManualClock()
+        try await TestServer.run(configure: {
+            $0.clock = clock.clock
+            $0.live.pushTokenLifetimeSeconds = 0
+        }) { server in
             let (path, _) = try await Self.courierURL(server)
             let expired = try await server.client.execute(uri: path, method: .get) { response in
                 (Int(response.status.code), try JSONValue.parse(response.body.readableBytesView))
@@ -250,7 +254,7 @@ import Testing
             #expect(expired.1["serverErrorCode"] == "AUTHENTICATION_FAILED")
             #expect(expired.1["reason"]?.stringValue?.contains("expired") == true)
             // The purge job removes it; then it is merely unknown.
-            try await Task.sleep(for: .milliseconds(2))
+            clock.advance(by: .milliseconds(1))
             try await server.dependencies.records.purgeExpiredCourierTokens(logger: TestDatabase.logger)
             let purged = try await server.client.execute(uri: path, method: .get) { try JSONValue.parse($0.body.readableBytesView) }
             #expect(purged["reason"]?.stringValue?.contains("unknown push token") == true)

@@ -151,14 +151,12 @@ import Testing
 
     /// The import page once no import runs (bounded: an import of the test dataset takes about a second).
     static func finishedImport(_ server: TestServer, _ cookies: [String: String]) async throws -> Page {
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(60)
-        while true {
-            let page = try await Self.request(server, "/console/import", cookies: cookies)
-            if !page.html.contains("<progress id=progress") { return page }
-            guard clock.now < deadline else { throw WaitedTooLong(description: "the console's import did not end in 60 s") }
-            try await Task.sleep(for: .milliseconds(20))
+        var page: Page?
+        try await eventually("the console's import to end") {
+            page = try await Self.request(server, "/console/import", cookies: cookies)
+            return page?.html.contains("<progress id=progress") == false
         }
+        return page!
     }
 
     static func field(_ server: TestServer, _ recordName: String, _ field: String) async throws -> FieldValue? {
