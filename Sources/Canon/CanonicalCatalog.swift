@@ -68,7 +68,7 @@ extension CanonicalCatalog {
 
     /// One game a photo may show.
     public struct Match: Sendable {
-        public var game: GameIndex.Game
+        public var game: Game
         public var venue: CanonicalDirectory.Nearby
         public var confidence: MatchConfidence
         /// Minutes from the game's start to the capture time (negative: before the start).

@@ -22,7 +22,7 @@ extension CanonicalEndpoints {
         } else {
             throw CloudError.badRequest("date (YYYY-MM-DD) or from and to are required")
         }
-        return ["games": .array(catalog.games.games(on: days, filter).map { Self.json($0, catalog) })]
+        return ["games": .array(catalog.games.games(on: days, filter).map { Self.named($0, catalog).json })]
     }
 
     /// The local days with games for a league, team or venue, in a `month` (`2025-10`), a `season` (`2025`) or a
@@ -85,40 +85,24 @@ extension CanonicalEndpoints {
             throw CloudError.badRequest("unknown sport \(sport) (known: \(Set(catalog.sports.values).sorted().joined(separator: ", ")))")
         }
         let found = catalog.match(latitude: latitude, longitude: longitude, time: time, sport: sport, radius: radius)
-        func venue(_ nearby: CanonicalDirectory.Nearby) -> JSONValue {
-            [
-                "canonicalId": .string(nearby.canonicalId), "name": .string(catalog.directory.name(of: nearby.canonicalId, on: time) ?? nearby.name),
-                "distance": .double((nearby.distanceMeters * 10).rounded() / 10), "confidence": .string(nearby.confidence.rawValue),
-            ]
+        func venue(_ nearby: CanonicalDirectory.Nearby) -> MatchAnswer.Venue {
+            MatchAnswer.Venue(
+                venue: NamedID(canonicalId: nearby.canonicalId, name: catalog.directory.name(of: nearby.canonicalId, on: time) ?? nearby.name),
+                distance: nearby.distanceMeters, confidence: nearby.confidence.rawValue)
         }
-        return [
-            "matches": .array(
-                found.matches.map { match in
-                    [
-                        "confidence": .string(match.confidence.rawValue), "minutesFromStart": .int(Int64(match.minutesFromStart)),
-                        "venue": venue(match.venue), "game": Self.json(match.game, catalog),
-                    ]
-                }),
-            "venues": .array(found.venues.map(venue)),
-        ]
+        return MatchAnswer(
+            matches: found.matches.map { match in
+                MatchAnswer.Match(
+                    confidence: match.confidence.rawValue, minutesFromStart: match.minutesFromStart, venue: venue(match.venue),
+                    game: Self.named(match.game, catalog))
+            },
+            venues: found.venues.map(venue)
+        ).json
     }
 
-    /// A game as the extensions answer it, with the teams' and venue's names of the game's date.
-    static func json(_ game: GameIndex.Game, _ catalog: CanonicalCatalog) -> JSONValue {
-        func named(_ id: String) -> JSONValue {
-            ["canonicalId": .string(id), "name": .string(catalog.directory.name(of: id, on: game.startTime) ?? id)]
-        }
-        var json: [String: JSONValue] = [
-            "canonicalId": .string(game.id), "league": .string(game.league), "season": .int(Int64(game.season)),
-            "seasonLabel": .string(game.seasonLabel), "gameType": .string(game.gameType), "status": .string(game.status),
-            "startTime": .int(game.startTime), "timeTBD": .bool(game.timeTBD), "localDate": .string(game.localDate.description),
-            "neutralSite": .bool(game.neutralSite), "homeTeam": named(game.homeTeam), "awayTeam": named(game.awayTeam), "venue": named(game.stadium),
-        ]
-        if let home = game.homeScore, let away = game.awayScore {
-            json["homeScore"] = .int(Int64(home))
-            json["awayScore"] = .int(Int64(away))
-        }
-        return .object(json)
+    /// A game with the teams' and venue's names of the game's date.
+    static func named(_ game: Game, _ catalog: CanonicalCatalog) -> NamedGame {
+        NamedGame(game: game) { catalog.directory.name(of: $0, on: game.startTime) ?? $0 }
     }
 
     /// `league` or `leagues`, `team` and `venue`, each checked against the catalog.

@@ -1,22 +1,9 @@
 import CloudCore
+import SportsDomain
 
 /// The public database's live `Game` records by local day, team, venue and league-season: what games-by-date,
 /// the date strip and photo matching read. Pure and immutable; rebuilt when the public database changes.
 public struct GameIndex: Sendable {
-    /// One game as the index keeps it.
-    public struct Game: Sendable, Equatable {
-        public var id, league: String
-        public var season: Int
-        public var seasonLabel, gameType, status: String
-        /// Milliseconds since 1970 (UTC).
-        public var startTime: Int64
-        public var timeTBD, neutralSite: Bool
-        /// The calendar day at the venue.
-        public var localDate: CivilDate
-        public var homeTeam, awayTeam, stadium: String
-        public var homeScore, awayScore: Int?
-    }
-
     /// Which games a question is about; nil means any.
     public struct Filter: Sendable {
         public var leagues: Set<String>?
@@ -45,7 +32,7 @@ public struct GameIndex: Sendable {
 
     /// Builds the index from `Game` records; deleted and deprecated games (dropped by their source) are left out.
     public init(records: [Record]) {
-        self.games = records.compactMap(Self.game(from:)).sorted { ($0.startTime, $0.id) < ($1.startTime, $1.id) }
+        self.games = records.compactMap(Self.game(from:)).sorted(by: Game.byStart)
         var byDate: [CivilDate: [Int]] = [:]
         var byTeam: [String: [Int]] = [:]
         var byVenue: [String: [Int]] = [:]
@@ -68,19 +55,8 @@ public struct GameIndex: Sendable {
     public func game(_ id: String) -> Game? { self.byID[id].map { self.games[$0] } }
 
     static func game(from record: Record) -> Game? {
-        let fields = record.fields
-        func string(_ name: String) -> String? { fields[name]?.value.stringValue }
-        func int(_ name: String) -> Int? { fields[name]?.value.int64Value.map { Int($0) } }
-        func reference(_ name: String) -> String? { fields[name]?.value["recordName"]?.stringValue }
-        guard record.recordType == "Game", !record.deleted, fields["deprecatedAt"] == nil, let league = reference("league"),
-            let season = int("season"), let start = fields["startTime"]?.value.int64Value, let day = string("localDate").flatMap({ CivilDate($0) }),
-            let home = reference("homeTeam"), let away = reference("awayTeam"), let stadium = reference("stadium")
-        else { return nil }
-        return Game(
-            id: record.recordName, league: league, season: season, seasonLabel: string("seasonLabel") ?? String(season),
-            gameType: string("gameType") ?? "regular", status: string("status") ?? "scheduled", startTime: start, timeTBD: int("timeTBD") == 1,
-            neutralSite: int("neutralSite") == 1, localDate: day, homeTeam: home, awayTeam: away, stadium: stadium,
-            homeScore: int("homeScore"), awayScore: int("awayScore"))
+        guard record.recordType == "Game", !record.deleted else { return nil }
+        return Game(recordName: record.recordName, fields: record.fields)
     }
 
     /// Games whose local day is in `days`, by start time.

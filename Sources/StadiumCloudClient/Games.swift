@@ -1,21 +1,7 @@
 import CloudCore
 import CloudSync
 import Foundation
-
-/// A canonical game, read from the device's copy of the seasons it follows.
-public struct Game: Sendable, Equatable {
-    public var id, leagueID: String
-    /// The season's start year (`2025` for NBA 2025-26) and its label.
-    public var season: Int
-    public var seasonLabel, gameType, status: String
-    /// Milliseconds since 1970 (UTC); `timeTBD` when the source has no real start time yet.
-    public var startTime: Int64
-    public var timeTBD: Bool
-    /// The calendar day at the venue (`2025-03-18`).
-    public var localDate: String
-    public var homeTeamID, awayTeamID, stadiumID: String
-    public var homeScore, awayScore: Int?
-}
+import SportsDomain
 
 /// A game a photo may show, as the server's `canonical/match` ranks it.
 public struct GameMatch: Sendable, Equatable {
@@ -56,7 +42,7 @@ extension StadiumCloudClient {
     public func games(on localDate: String, leagues: [String]? = nil) throws -> [Game] {
         let wanted = leagues.map { Set($0.map { $0.hasPrefix("league_") ? $0 : "league_" + $0.lowercased() }) }
         return try self.store.records(ofType: "Game", scope: .public, where: "localDate", equals: localDate).compactMap(Self.game(from:))
-            .filter { wanted?.contains($0.leagueID) ?? true }.sorted(by: Self.byStart)
+            .filter { wanted?.contains($0.league) ?? true }.sorted(by: Game.byStart)
     }
 
     /// A team's games between two local days (inclusive, `YYYY-MM-DD`), home and away, by start time. Offline.
@@ -70,11 +56,12 @@ extension StadiumCloudClient {
     }
 
     func games(referencing id: String, in fields: [String], from: String, through: String) throws -> [Game] {
-        try fields.flatMap { try self.store.records(ofType: "Game", scope: .public, referencing: id, in: $0) }.compactMap(Self.game(from:))
-            .filter { $0.localDate >= from && $0.localDate <= through }.sorted(by: Self.byStart)
+        guard let first = CivilDate(from), let last = CivilDate(through) else {
+            throw SyncError(code: "BAD_REQUEST", reason: "from and through must be dates YYYY-MM-DD", status: 0)
+        }
+        return try fields.flatMap { try self.store.records(ofType: "Game", scope: .public, referencing: id, in: $0) }.compactMap(Self.game(from:))
+            .filter { first <= $0.localDate && $0.localDate <= last }.sorted(by: Game.byStart)
     }
-
-    static func byStart(_ a: Game, _ b: Game) -> Bool { (a.startTime, a.id) < (b.startTime, b.id) }
 
     /// The team's name on a day (ms since 1970): the alias valid then, else its current name.
     public func teamName(_ id: String, on date: Int64) throws -> String? {
@@ -87,35 +74,18 @@ extension StadiumCloudClient {
     public func match(latitude: Double, longitude: Double, time: Int64, sport: String? = nil) async throws -> [GameMatch] {
         var body: [String: JSONValue] = ["latitude": .double(latitude), "longitude": .double(longitude), "time": .int(time)]
         if let sport { body["sport"] = .string(sport) }
-        let answer = try await self.engine.service.call(.public, "canonical/match", .object(body))
-        return (answer["matches"]?.arrayValue ?? []).compactMap { match in
-            guard let game = match["game"], let id = game["canonicalId"]?.stringValue, let venue = match["venue"],
-                let stadiumID = venue["canonicalId"]?.stringValue
-            else { return nil }
-            let score = game["homeScore"].flatMap(\.int64Value).map { home in " \(game["awayScore"]?.int64Value ?? 0)–\(home)" } ?? ""
-            let summary =
-                "\(game["awayTeam"]?["name"]?.stringValue ?? "?") at \(game["homeTeam"]?["name"]?.stringValue ?? "?")\(score), "
-                + "\(game["localDate"]?.stringValue ?? "") (\(game["status"]?.stringValue ?? ""))"
+        let answer = MatchAnswer(json: try await self.engine.service.call(.public, "canonical/match", .object(body)))
+        return answer.matches.map { match in
+            let game = match.game
+            let score = game.game.homeScore.map { home in " \(game.game.awayScore ?? 0)–\(home)" } ?? ""
             return GameMatch(
-                gameID: id, stadiumID: stadiumID, stadiumName: venue["name"]?.stringValue ?? stadiumID,
-                confidence: match["confidence"]?.stringValue ?? "possible", minutesFromStart: Int(match["minutesFromStart"]?.int64Value ?? 0),
-                summary: summary)
+                gameID: game.game.id, stadiumID: match.venue.venue.canonicalId, stadiumName: match.venue.venue.name, confidence: match.confidence,
+                minutesFromStart: match.minutesFromStart,
+                summary: "\(game.awayTeam.name) at \(game.homeTeam.name)\(score), \(game.game.localDate) (\(game.game.status))")
         }
     }
 
-    static func game(from record: LocalRecord) -> Game? {
-        let fields = record.fields
-        guard record.fields["deprecatedAt"] == nil, let league = record.reference("league"), let season = fields["season"]?.value.int64Value,
-            let start = fields["startTime"]?.value.int64Value, let day = fields["localDate"]?.value.stringValue,
-            let home = record.reference("homeTeam"), let away = record.reference("awayTeam"), let stadium = record.reference("stadium")
-        else { return nil }
-        return Game(
-            id: record.recordName, leagueID: league, season: Int(season), seasonLabel: fields["seasonLabel"]?.value.stringValue ?? "\(season)",
-            gameType: fields["gameType"]?.value.stringValue ?? "regular", status: fields["status"]?.value.stringValue ?? "scheduled",
-            startTime: start,
-            timeTBD: fields["timeTBD"]?.value.int64Value == 1, localDate: day, homeTeamID: home, awayTeamID: away, stadiumID: stadium,
-            homeScore: fields["homeScore"]?.value.int64Value.map { Int($0) }, awayScore: fields["awayScore"]?.value.int64Value.map { Int($0) })
-    }
+    static func game(from record: LocalRecord) -> Game? { Game(recordName: record.recordName, fields: record.fields) }
 }
 
 /// League-season names: a league abbreviation and the season's start year (`mlb_2025`).

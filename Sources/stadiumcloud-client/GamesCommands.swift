@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SportsDomain
 import StadiumCloudClient
 
 struct Seasons: AsyncParsableCommand {
@@ -33,9 +34,9 @@ struct Games: AsyncParsableCommand {
                 print("no games on \(self.date) in the followed seasons (\(client.followedSeasons.joined(separator: " ")))")
             }
             for game in games {
-                let away = try client.teamName(game.awayTeamID, on: game.startTime) ?? game.awayTeamID
-                let home = try client.teamName(game.homeTeamID, on: game.startTime) ?? game.homeTeamID
-                let venue = try client.stadiumName(game.stadiumID, on: game.startTime) ?? game.stadiumID
+                let away = try client.teamName(game.awayTeam, on: game.startTime) ?? game.awayTeam
+                let home = try client.teamName(game.homeTeam, on: game.startTime) ?? game.homeTeam
+                let venue = try client.stadiumName(game.stadium, on: game.startTime) ?? game.stadium
                 let time = game.timeTBD ? "TBD" : Date(timeIntervalSince1970: Double(game.startTime) / 1000).formatted(.iso8601)
                 let score = game.homeScore.map { " \(game.awayScore ?? 0)–\($0)" } ?? ""
                 print("\(time)  \(away) at \(home)\(score)  \(venue)  [\(game.status)]  \(game.id)")

@@ -12,32 +12,40 @@ import UnixSignals
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Serve the CloudKit Web Services API.")
 
+    /// Every default below is the server's own (`ServerConfiguration`), so a flag and the library never disagree.
+    private static let defaults = ServerConfiguration()
+
     @OptionGroup var database: DatabaseOptions
-    @Option(help: "Address to listen on.") var host = "127.0.0.1"
-    @Option(help: "Port to listen on.") var port = 8080
+    @Option(help: "Address to listen on.") var host = Self.defaults.host
+    @Option(help: "Port to listen on.") var port = Self.defaults.port
     @Flag(help: "Apply pending migrations before serving (otherwise pending migrations stop the server).") var migrate = false
-    @Option(help: "Days deletions stay in deltas before tombstones are purged.") var tombstoneRetentionDays = 30
-    @Option(help: "Seconds between tombstone purges.") var purgeIntervalSeconds = 3600
+    @Option(help: "Days deletions stay in deltas before tombstones are purged.") var tombstoneRetentionDays = Int(Self.defaults.tombstoneRetention.components.seconds / 86_400)
+    @Option(help: "Seconds between tombstone purges.") var purgeIntervalSeconds = Int(Self.defaults.purgeInterval.components.seconds)
     @Option(
         help:
             "Where asset bytes live: a folder, or s3://bucket[/prefix]?endpoint=URL&region=R with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment (env STADIUMCLOUD_ASSETS)."
     )
     var assets: String?
-    @Option(help: "Largest asset accepted, in MB.") var maxAssetMB = 100
-    @Option(help: "A container to serve (repeatable).") var container: [String] = ["iCloud.com.sportstime.app"]
+    @Option(help: "Largest asset accepted, in MB.") var maxAssetMB = Int(Self.defaults.maxAssetBytes / 1024 / 1024)
+    @Option(help: "A container to serve (repeatable).") var container = Self.defaults.containers.sorted()
     @Option(help: "The public base URL when a proxy terminates TLS (https://sync.example.com), for the URLs handed out.") var publicURL: String?
     @Option(help: "A URL prefix the sign-in page may send tokens to (repeatable), e.g. sportstime://signin.") var signinCallback: [String] = []
-    @Option(help: "Seconds SIGTERM waits for in-flight requests and jobs before cancelling them.") var shutdownGraceSeconds = 30
-    @Option(help: "Seconds a request may wait for the database before it is answered 503 TRY_AGAIN_LATER.") var databaseTimeoutSeconds = 10
-    @Option(help: "Requests per second one account may make (bursts of 10 times that).") var accountRateLimit = 20.0
-    @Option(help: "Requests per second one API token (every install of an app together) may make (bursts of 4 times that).")
-    var tokenRateLimit = 500.0
+    @Option(help: "Seconds SIGTERM waits for in-flight requests and jobs before cancelling them.") var shutdownGraceSeconds = Int(Self.defaults.shutdownGrace.components.seconds)
+    @Option(help: "Seconds a request may wait for the database before it is answered 503 TRY_AGAIN_LATER.") var databaseTimeoutSeconds = Int(Self.defaults.databaseTimeout.components.seconds)
+    @Option(help: "Requests per second one account may make (bursts of \(Int(Self.accountBurst)) times that).")
+    var accountRateLimit = Self.defaults.rateLimits.perAccount.perSecond
+    @Option(help: "Requests per second one API token (every install of an app together) may make (bursts of \(Int(Self.tokenBurst)) times that).")
+    var tokenRateLimit = Self.defaults.rateLimits.perAPIToken.perSecond
     @Flag(inversion: .prefixedNo, help: "Share rate-limit budgets with every process on the database (off: per process, for a single server).")
-    var sharedRateLimits = true
-    @Option(help: "Longest a changes/wait or web courier poll is held, in seconds.") var maxWaitSeconds = 60
-    @Option(help: "Waiting requests (changes/wait, courier polls) one account may hold at once.") var waitersPerAccount = 16
+    var sharedRateLimits = Self.defaults.rateLimits.shared
+    @Option(help: "Longest a changes/wait or web courier poll is held, in seconds.") var maxWaitSeconds = Self.defaults.live.maxWaitSeconds
+    @Option(help: "Waiting requests (changes/wait, courier polls) one account may hold at once.") var waitersPerAccount = Self.defaults.live.waiters.waitersPerAccount
     @Flag(inversion: .prefixedNo, help: "Let writes in development add new record types and fields to its schema (production is always strict).")
-    var justInTimeSchema = true
+    var justInTimeSchema = Self.defaults.justInTimeSchema
+
+    /// A bucket holds this many seconds of its rate, as the defaults do.
+    private static let accountBurst = Self.defaults.rateLimits.perAccount.burst / Self.defaults.rateLimits.perAccount.perSecond
+    private static let tokenBurst = Self.defaults.rateLimits.perAPIToken.burst / Self.defaults.rateLimits.perAPIToken.perSecond
 
     func run() async throws {
         let registry = PrometheusCollectorRegistry()
@@ -54,13 +62,14 @@ struct Serve: AsyncParsableCommand {
         configuration.databaseTimeout = .seconds(self.databaseTimeoutSeconds)
         configuration.publicBaseURL = self.publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         configuration.auth.signInCallbackPrefixes = self.signinCallback
-        configuration.rateLimits.perAccount = RateLimit(perSecond: self.accountRateLimit, burst: self.accountRateLimit * 10)
+        configuration.rateLimits.perAccount = RateLimit(perSecond: self.accountRateLimit, burst: self.accountRateLimit * Self.accountBurst)
         configuration.rateLimits.shared = self.sharedRateLimits
-        configuration.rateLimits.perAPIToken = RateLimit(perSecond: self.tokenRateLimit, burst: self.tokenRateLimit * 4)
+        configuration.rateLimits.perAPIToken = RateLimit(perSecond: self.tokenRateLimit, burst: self.tokenRateLimit * Self.tokenBurst)
         configuration.live.maxWaitSeconds = self.maxWaitSeconds
         configuration.live.courierWaitSeconds = min(configuration.live.courierWaitSeconds, self.maxWaitSeconds)
         configuration.live.waiters.waitersPerAccount = self.waitersPerAccount
         configuration.justInTimeSchema = self.justInTimeSchema
+        configuration.shutdownGrace = .seconds(self.shutdownGraceSeconds)
         let live = try Live(self.database, configuration: configuration)
         let server = ServerService(
             stores: live.stores, configuration: configuration, migrations: migrations, applyMigrations: self.migrate, metrics: registry,
@@ -69,7 +78,7 @@ struct Serve: AsyncParsableCommand {
         var group = ServiceGroupConfiguration(services: [live.client, server], gracefulShutdownSignals: [.sigterm, .sigint], logger: live.logger)
         // SIGTERM stops accepting connections and lets in-flight requests and background jobs finish; whatever
         // is still running after the grace period is cancelled, so a stuck request cannot keep the process up.
-        group.maximumGracefulShutdownDuration = .seconds(self.shutdownGraceSeconds)
+        group.maximumGracefulShutdownDuration = configuration.shutdownGrace
         try await ServiceGroup(configuration: group).run()
     }
 }

@@ -1,6 +1,7 @@
 import Canon
 import CloudCore
 import Foundation
+import SportsDomain
 import Testing
 
 /// Local days, start times, the game index and the match rules, on records made here.

@@ -40,6 +40,8 @@ public struct ServerConfiguration: Sendable {
     public var uploadURLLifetimeSeconds = 15 * 60
     public var receiptLifetimeSeconds = 24 * 3600
     public var downloadURLLifetimeSeconds = 3600
+    /// How long SIGTERM lets in-flight requests and jobs finish before they are cancelled.
+    public var shutdownGrace: Duration = .seconds(30)
     /// The time the server goes by (URL and token lifetimes, change stamps, deadlines); tests move their own.
     public var clock = ServerClock.system
 
@@ -75,7 +77,8 @@ public struct RateLimit: Sendable {
     }
 }
 
-/// Request budgets, kept in memory per server process; exceeding one answers 503 THROTTLED with `retryAfter`.
+/// Request budgets, decided in memory and shared through the database unless `shared` is off; exceeding one
+/// answers 503 THROTTLED with `retryAfter`.
 public struct RateLimits: Sendable {
     /// One container API token is shared by every install of an app: high, a guard against a runaway client.
     public var perAPIToken = RateLimit(perSecond: 500, burst: 2000)

@@ -6,6 +6,7 @@ import CloudRuntime
 @testable import CloudSync
 import Foundation
 import HummingbirdTesting
+import SportsDomain
 import StadiumCloudClient
 import Synchronization
 import Testing
@@ -327,14 +328,14 @@ import Testing
             let report = try await phone.sync()
             #expect(report.fetched == dataset.games["mlb_2025"]!.count)
             let tokyo = try phone.games(on: "2025-03-18", leagues: ["mlb"])
-            #expect(tokyo.map(\.homeTeamID) == ["team_mlb_cubs"])
+            #expect(tokyo.map(\.homeTeam) == ["team_mlb_cubs"])
             #expect(tokyo.first?.homeScore == 1 && tokyo.first?.awayScore == 4)
             #expect(try phone.games(on: "2025-10-21", leagues: ["nba"]).isEmpty, "NBA 2025-26 is not followed")
             let cubs = try phone.games(team: "team_mlb_cubs", from: "2025-03-01", through: "2025-03-31")
             #expect(cubs.first?.id == tokyo.first?.id)
             #expect(
                 try phone.games(stadium: "stadium_mlb_wrigley_field", from: "2025-04-01", through: "2025-04-30").allSatisfy {
-                    $0.homeTeamID == "team_mlb_cubs"
+                    $0.homeTeam == "team_mlb_cubs"
                 })
             await #expect(throws: SyncError.self) { try await phone.follow(seasons: ["baseball"]) }
 
@@ -344,7 +345,7 @@ import Testing
             try await reopened.follow(seasons: ["nba_2025"])
             #expect(try await reopened.sync().fetched == dataset.games["nba_2025"]!.count)
             #expect(try reopened.games(on: "2025-03-18").isEmpty)
-            #expect(try reopened.games(on: "2025-10-21", leagues: ["league_nba"]).contains { $0.homeTeamID == "team_nba_thunder" })
+            #expect(try reopened.games(on: "2025-10-21", leagues: ["league_nba"]).contains { $0.homeTeam == "team_nba_thunder" })
             #expect(entities > 0)
 
             // Matching asks the server, which knows every season.

@@ -278,14 +278,6 @@ extension ConcurrencyTests {
     }
 }
 
-/// A flag one task sets and others read.
-final class ManagedAtomicFlag: Sendable {
-    private let value = Mutex(false)
-    var isSet: Bool { self.value.withLock { $0 } }
-    func set() { self.value.withLock { $0 = true } }
-}
-
-
 extension ConcurrencyTests {
     /// Several server processes run the tombstone purge and the asset collector once at a time, not N times at once.
     @Test func aPeriodicJobRunsInOneProcessAtATime() async throws {

@@ -1,5 +1,6 @@
 import CloudPostgres
 import Foundation
+import PostgresNIO
 import Testing
 
 @Suite struct MigratorTests {
@@ -68,11 +69,4 @@ import Testing
         #expect(migrations.first?.version == 1)
         #expect(Set(migrations.map(\.version)).count == migrations.count)
     }
-}
-
-import PostgresNIO
-
-/// Lets a client cross into task-group closures in tests.
-struct PoolBox: Sendable {
-    let client: PostgresPool
 }

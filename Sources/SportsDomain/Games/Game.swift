@@ -1,0 +1,47 @@
+import CloudCore
+
+/// A canonical game, read from its `Game` record: the one reader of that record type, used by the server's game
+/// index and by devices reading the seasons they follow.
+public struct Game: Sendable, Equatable {
+    public var id, league: String
+    /// The season's start year (`2025` for NBA 2025-26) and its label.
+    public var season: Int
+    public var seasonLabel, gameType, status: String
+    /// Milliseconds since 1970 (UTC); `timeTBD` when the source has no real start time yet.
+    public var startTime: Int64
+    public var timeTBD, neutralSite: Bool
+    /// The calendar day at the venue.
+    public var localDate: CivilDate
+    /// Canonical ids.
+    public var homeTeam, awayTeam, stadium: String
+    public var homeScore, awayScore: Int?
+
+    public init(
+        id: String, league: String, season: Int, seasonLabel: String, gameType: String, status: String, startTime: Int64, timeTBD: Bool,
+        neutralSite: Bool, localDate: CivilDate, homeTeam: String, awayTeam: String, stadium: String, homeScore: Int?, awayScore: Int?
+    ) {
+        (self.id, self.league, self.season, self.seasonLabel, self.gameType, self.status) = (id, league, season, seasonLabel, gameType, status)
+        (self.startTime, self.timeTBD, self.neutralSite, self.localDate) = (startTime, timeTBD, neutralSite, localDate)
+        (self.homeTeam, self.awayTeam, self.stadium, self.homeScore, self.awayScore) = (homeTeam, awayTeam, stadium, homeScore, awayScore)
+    }
+
+    /// The game a live `Game` record describes; nil for a deprecated one (dropped by its source) or one missing a
+    /// required field.
+    public init?(recordName: String, fields: [String: FieldValue]) {
+        func string(_ name: String) -> String? { fields[name]?.value.stringValue }
+        func int(_ name: String) -> Int? { fields[name]?.value.int64Value.map { Int($0) } }
+        func reference(_ name: String) -> String? { fields[name]?.value["recordName"]?.stringValue }
+        guard fields["deprecatedAt"] == nil, let league = reference("league"), let season = int("season"),
+            let start = fields["startTime"]?.value.int64Value, let day = string("localDate").flatMap({ CivilDate($0) }),
+            let home = reference("homeTeam"), let away = reference("awayTeam"), let stadium = reference("stadium")
+        else { return nil }
+        self.init(
+            id: recordName, league: league, season: season, seasonLabel: string("seasonLabel") ?? String(season),
+            gameType: string("gameType") ?? "regular", status: string("status") ?? "scheduled", startTime: start, timeTBD: int("timeTBD") == 1,
+            neutralSite: int("neutralSite") == 1, localDate: day, homeTeam: home, awayTeam: away, stadium: stadium,
+            homeScore: int("homeScore"), awayScore: int("awayScore"))
+    }
+
+    /// By start time, then id: the order every list of games is in.
+    public static func byStart(_ a: Game, _ b: Game) -> Bool { (a.startTime, a.id) < (b.startTime, b.id) }
+}

@@ -1,0 +1,129 @@
+import CloudCore
+
+/// A canonical id with its name of a given date.
+public struct NamedID: Sendable, Equatable {
+    public var canonicalId, name: String
+
+    public init(canonicalId: String, name: String) { (self.canonicalId, self.name) = (canonicalId, name) }
+
+    public var json: JSONValue { ["canonicalId": .string(self.canonicalId), "name": .string(self.name)] }
+
+    public init?(json: JSONValue?) {
+        guard let id = json?["canonicalId"]?.stringValue else { return nil }
+        self.init(canonicalId: id, name: json?["name"]?.stringValue ?? id)
+    }
+}
+
+/// A game as `canonical/games` and `canonical/match` answer it: the game with its teams' and venue's names of the
+/// game's date. The server writes it and devices read it here, so the two cannot disagree on a key.
+public struct NamedGame: Sendable, Equatable {
+    public var game: Game
+    public var homeTeam, awayTeam, venue: NamedID
+
+    public init(game: Game, name: (String) -> String) {
+        self.game = game
+        (self.homeTeam, self.awayTeam, self.venue) = (
+            NamedID(canonicalId: game.homeTeam, name: name(game.homeTeam)), NamedID(canonicalId: game.awayTeam, name: name(game.awayTeam)),
+            NamedID(canonicalId: game.stadium, name: name(game.stadium))
+        )
+    }
+
+    public var json: JSONValue {
+        let game = self.game
+        var json: [String: JSONValue] = [
+            "canonicalId": .string(game.id), "league": .string(game.league), "season": .int(Int64(game.season)),
+            "seasonLabel": .string(game.seasonLabel), "gameType": .string(game.gameType), "status": .string(game.status),
+            "startTime": .int(game.startTime), "timeTBD": .bool(game.timeTBD), "localDate": .string(game.localDate.description),
+            "neutralSite": .bool(game.neutralSite), "homeTeam": self.homeTeam.json, "awayTeam": self.awayTeam.json, "venue": self.venue.json,
+        ]
+        if let home = game.homeScore, let away = game.awayScore {
+            json["homeScore"] = .int(Int64(home))
+            json["awayScore"] = .int(Int64(away))
+        }
+        return .object(json)
+    }
+
+    public init?(json: JSONValue?) {
+        guard let json, let id = json["canonicalId"]?.stringValue, let league = json["league"]?.stringValue,
+            let season = json["season"]?.int64Value, let start = json["startTime"]?.int64Value,
+            let day = json["localDate"]?.stringValue.flatMap({ CivilDate($0) }), let home = NamedID(json: json["homeTeam"]),
+            let away = NamedID(json: json["awayTeam"]), let venue = NamedID(json: json["venue"])
+        else { return nil }
+        self.game = Game(
+            id: id, league: league, season: Int(season), seasonLabel: json["seasonLabel"]?.stringValue ?? String(season),
+            gameType: json["gameType"]?.stringValue ?? "regular", status: json["status"]?.stringValue ?? "scheduled", startTime: start,
+            timeTBD: json["timeTBD"]?.boolValue ?? false, neutralSite: json["neutralSite"]?.boolValue ?? false, localDate: day,
+            homeTeam: home.canonicalId, awayTeam: away.canonicalId, stadium: venue.canonicalId,
+            homeScore: json["homeScore"]?.int64Value.map { Int($0) }, awayScore: json["awayScore"]?.int64Value.map { Int($0) })
+        (self.homeTeam, self.awayTeam, self.venue) = (home, away, venue)
+    }
+}
+
+/// The `canonical/match` answer: the games a photo may show, best first, and every venue near where it was taken.
+public struct MatchAnswer: Sendable, Equatable {
+    /// A venue near the photo, with its name of the capture's date.
+    public struct Venue: Sendable, Equatable {
+        public var venue: NamedID
+        /// Metres from the photo, to a tenth.
+        public var distance: Double
+        /// `high`, `medium` or `low`, by distance.
+        public var confidence: String
+
+        public init(venue: NamedID, distance: Double, confidence: String) {
+            (self.venue, self.distance, self.confidence) = (venue, (distance * 10).rounded() / 10, confidence)
+        }
+    }
+
+    /// One game the photo may show.
+    public struct Match: Sendable, Equatable {
+        /// `exact` (at the venue during the game), `likely` or `possible`.
+        public var confidence: String
+        /// Minutes from the game's start to the capture time (negative: before the start).
+        public var minutesFromStart: Int
+        public var venue: Venue
+        public var game: NamedGame
+
+        public init(confidence: String, minutesFromStart: Int, venue: Venue, game: NamedGame) {
+            (self.confidence, self.minutesFromStart, self.venue, self.game) = (confidence, minutesFromStart, venue, game)
+        }
+    }
+
+    public var matches: [Match]
+    public var venues: [Venue]
+
+    public init(matches: [Match], venues: [Venue]) { (self.matches, self.venues) = (matches, venues) }
+
+    public var json: JSONValue {
+        func venue(_ venue: Venue) -> JSONValue {
+            [
+                "canonicalId": .string(venue.venue.canonicalId), "name": .string(venue.venue.name), "distance": .double(venue.distance),
+                "confidence": .string(venue.confidence),
+            ]
+        }
+        return [
+            "matches": .array(
+                self.matches.map { match in
+                    [
+                        "confidence": .string(match.confidence), "minutesFromStart": .int(Int64(match.minutesFromStart)),
+                        "venue": venue(match.venue), "game": match.game.json,
+                    ]
+                }),
+            "venues": .array(self.venues.map(venue)),
+        ]
+    }
+
+    /// Reads an answer; entries it cannot read are left out.
+    public init(json: JSONValue) {
+        func venue(_ json: JSONValue?) -> Venue? {
+            guard let named = NamedID(json: json) else { return nil }
+            return Venue(venue: named, distance: json?["distance"]?.doubleValue ?? 0, confidence: json?["confidence"]?.stringValue ?? "low")
+        }
+        self.matches = (json["matches"]?.arrayValue ?? []).compactMap { match in
+            guard let venue = venue(match["venue"]), let game = NamedGame(json: match["game"]) else { return nil }
+            return Match(
+                confidence: match["confidence"]?.stringValue ?? "possible", minutesFromStart: Int(match["minutesFromStart"]?.int64Value ?? 0),
+                venue: venue, game: game)
+        }
+        self.venues = (json["venues"]?.arrayValue ?? []).compactMap(venue)
+    }
+}

@@ -1,0 +1,18 @@
+import CloudCore
+import Testing
+
+@Suite struct JSONParserTests {
+    @Test func parsesEveryKindExactly() throws {
+        let value = try JSONValue.parse(Array(#" {"a": [1, -2.5e3, true, false, null, "x\"\u00e9\ud83d\ude00\n"], "big": 9007199254740993} "#.utf8))
+        #expect(value["a"] == [1, -2500.0, true, false, .null, "x\"é😀\n"])
+        #expect(value["big"] == .int(9_007_199_254_740_993))
+    }
+
+    @Test(arguments: [
+        "", "{", "1e400", "[1,]", "{\"a\" 1}", "tru", "\"unterminated", "01x", "{\"a\":1} extra", "\"\\q\"",
+        String(repeating: "[", count: 300) + String(repeating: "]", count: 300),
+    ])
+    func rejectsMalformedInput(_ text: String) {
+        #expect(throws: CloudError.self) { try JSONValue.parse(Array(text.utf8)) }
+    }
+}
