@@ -4,7 +4,7 @@ import CloudRuntime
 import Logging
 import SportsDomain
 
-/// The checks on a person's own records against the canonical data (issue 14's "bad input"): a visit for a sport its
+/// The checks on a person's own records against the canonical data (bad input gets a clear error): a visit for a sport its
 /// venue never hosted, a visit naming a game played at another venue, an achievement record that matches no
 /// definition. Each is refused alone, with a reason, and nothing of it is written.
 extension CanonicalEndpoints: WriteRules {

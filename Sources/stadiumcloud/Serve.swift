@@ -42,10 +42,16 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Waiting requests (changes/wait, courier polls) one account may hold at once.") var waitersPerAccount = Self.defaults.live.waiters.waitersPerAccount
     @Flag(inversion: .prefixedNo, help: "Let writes in development add new record types and fields to its schema (production is always strict).")
     var justInTimeSchema = Self.defaults.justInTimeSchema
+    @Option(help: "scrypt cost (log2 N) of new password hashes and of the stand-in hash for unknown names; lower only for tests.")
+    var passwordHashCost = Self.defaults.auth.passwordHashLog2Rounds
 
     /// A bucket holds this many seconds of its rate, as the defaults do.
     private static let accountBurst = Self.defaults.rateLimits.perAccount.burst / Self.defaults.rateLimits.perAccount.perSecond
     private static let tokenBurst = Self.defaults.rateLimits.perAPIToken.burst / Self.defaults.rateLimits.perAPIToken.perSecond
+
+    func validate() throws {
+        guard (10...20).contains(self.passwordHashCost) else { throw ValidationError("--password-hash-cost must be 10 to 20") }
+    }
 
     func run() async throws {
         let registry = PrometheusCollectorRegistry()
@@ -69,6 +75,7 @@ struct Serve: AsyncParsableCommand {
         configuration.live.courierWaitSeconds = min(configuration.live.courierWaitSeconds, self.maxWaitSeconds)
         configuration.live.waiters.waitersPerAccount = self.waitersPerAccount
         configuration.justInTimeSchema = self.justInTimeSchema
+        configuration.auth.passwordHashLog2Rounds = self.passwordHashCost
         configuration.shutdownGrace = .seconds(self.shutdownGraceSeconds)
         let live = try Live(self.database, configuration: configuration)
         let server = ServerService(

@@ -4,7 +4,7 @@ import Hummingbird
 import Logging
 import PostgresNIO
 
-/// The floor the hot path is measured against (issue 17): the same HTTP stack (Hummingbird) and database pool
+/// The floor the hot path is measured against: the same HTTP stack (Hummingbird) and database pool
 /// (`PostgresPool.reading`, as the empty poll) as the server, answering `POST /floor` with one `SELECT 1` and a tiny
 /// JSON body.
 @main struct Floor {

@@ -7,7 +7,7 @@ import NIOCore
 import NIOHTTP1
 import PostgresNIO
 
-/// The hot path (issue 17), one client and one request at a time: a single-record save (`records/modify`, the web
+/// The hot path, one client and one request at a time: a single-record save (`records/modify`, the web
 /// auth token followed as it rotates, an Idempotency-Key on each) against a raw single-row upsert with its own
 /// commit, and the empty polls; for each, what a request costs PostgreSQL by its own counters (transactions, those of
 /// them that write, WAL writes and syncs, rows inserted and updated per request); and, with `floorURL`, the floor (the

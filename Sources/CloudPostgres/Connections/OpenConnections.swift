@@ -10,7 +10,7 @@ import Synchronization
 /// Why not PostgresNIO's pool (`PostgresClient`) for requests: in 1.33 it starts a keep-alive timer and an idle-timeout
 /// timer each time a connection goes back to it, and on Linux a cancelled `Task.sleep` stays in dispatch's timer heap
 /// until its deadline. A server answering 10,000 requests a second piled up some 600,000 of them (350 MB, a third of a
-/// core burnt while idle, every request slower run after run: bench/README.md, "Issue 17, fourth session"). Keeping
+/// core burnt while idle, every request slower run after run: bench/HISTORY.md). Keeping
 /// that pool full avoids the idle timer but trips a precondition in it when PostgreSQL goes away. Here a lent
 /// connection costs one lock to borrow and one to give back, and nothing waits on a timer. A connection that cannot be
 /// opened fails the request at once (TRY_AGAIN_LATER) instead of backing off: when PostgreSQL comes back, the next

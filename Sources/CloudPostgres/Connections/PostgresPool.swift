@@ -11,7 +11,7 @@ import Synchronization
 /// replaced by a fresh one when PostgreSQL comes back after an outage.
 ///
 /// Why: PostgresNIO's pool retries a lost server with a backoff that grows to a minute (100 ms × 1.25ⁿ) and cannot be
-/// configured, so after a long outage a server took up to that long to serve again (issue 16 measured 9.2 s after
+/// configured, so after a long outage a server took up to that long to serve again (measured 9.2 s after
 /// 75 s). The watch asks `SELECT 1` every `checkInterval`; when that fails it probes PostgreSQL with a connection of
 /// its own every `probeInterval`, and once one succeeds after a failed one it swaps in a new client, which connects
 /// at once. While PostgreSQL is away, `unreachable` says since when and why (for `/ready`).

@@ -30,7 +30,7 @@ public struct ServerKeyInfo: Sendable {
 public final class CredentialStore: Sendable {
     let client: PostgresPool
     /// Recently verified tokens and keys, so a request does not cost a lookup each time; a revocation made by another
-    /// server process takes effect here within `cacheLifetime` (1 s: issue 16's bound for several processes).
+    /// server process takes effect here within `cacheLifetime` (1 s: the bound docs/SCALING.md promises across processes).
     let cache = Mutex<[Data: (value: CachedCredential, expiresMs: Int64)]>([:])
     let cacheLifetime: Duration
     let hasher: PasswordHasher

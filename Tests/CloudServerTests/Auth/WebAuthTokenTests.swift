@@ -6,7 +6,7 @@ import HTTPTypes
 import PostgresNIO
 import Testing
 
-/// Signed web auth tokens (docs/AUTH.md, issue 17): no write per answer, the same promises as the row-per-token
+/// Signed web auth tokens (docs/AUTH.md): no write per answer, the same promises as the row-per-token
 /// scheme, and that scheme's tokens still working after the migration.
 @Suite struct WebAuthTokenTests {
     static let header = HTTPField.Name("X-Apple-CloudKit-Web-Auth-Token")!

@@ -91,7 +91,7 @@ import Testing
         }
     }
 
-    /// Issue 15 regression: Apple documents `desiredKeys` per lookup entry; it overrides the top-level list.
+    /// Regression: Apple documents `desiredKeys` per lookup entry; it overrides the top-level list.
     @Test func lookupHonoursDesiredKeysPerRecord() async throws {
         try await TestServer.run { server in
             try await server.modify([Op.create("r", ["a": 1, "b": 2, "c": 3])])
@@ -110,7 +110,7 @@ import Testing
         }
     }
 
-    /// Issue 15 regression: in a non-atomic batch a malformed operation fails alone, as a per-record error in a 200.
+    /// Regression: in a non-atomic batch a malformed operation fails alone, as a per-record error in a 200.
     @Test func malformedOperationFailsAloneInANonAtomicBatch() async throws {
         try await TestServer.run { server in
             try await server.modify([Op.create("old")])

@@ -7,7 +7,7 @@ import Testing
 
 /// The deadline must answer even when the work ignores cancellation (as a query caught by a database crash did).
 @Suite struct DatabaseDeadlineTests {
-    /// Issue 16 regression: PostgresNIO's circuit breaker error was answered as a 500.
+    /// Regression: PostgresNIO's circuit breaker error was answered as a 500.
     @Test func aPoolThatGaveUpConnectingIsTryAgainLater() async throws {
         await #expect {
             try await translatingDatabaseErrors { throw ConnectionPoolError.connectionCreationCircuitBreakerTripped }

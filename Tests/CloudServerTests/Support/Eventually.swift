@@ -15,3 +15,11 @@ func eventually(
 struct WaitedTooLong: Error, CustomStringConvertible {
     var description: String
 }
+
+/// Suspends until the task is cancelled, then throws `CancellationError`: a request that never ends by itself.
+func suspendUntilCancelled() async throws {
+    let never = AsyncStream<Never>.makeStream()
+    defer { never.continuation.finish() }
+    for await _ in never.stream {}
+    throw CancellationError()
+}
