@@ -76,7 +76,7 @@ class Server:
 
     def __init__(self, binary, database_url, assets):
         self.binary, self.database_url, self.assets = binary, database_url, assets
-        self.port = int(sh("free_port 19080"))
+        self.port = int(sh("free_port 21080"))
         self.process = None
         self.log = open(os.path.join(ROOT, ".stadiumcloud", "faults", "server.log"), "a")
 
@@ -366,7 +366,7 @@ class Nginx:
     def __init__(self, ports):
         self.dir = tempfile.mkdtemp(prefix="stadiumcloud-nginx.")
         os.makedirs(os.path.join(self.dir, "tmp"))
-        self.port = int(sh("free_port 18080"))
+        self.port = int(sh("free_port 22080"))
         with open(os.path.join(ROOT, "deploy", "nginx", "stadiumcloud.conf")) as template:
             config = template.read().replace("@LISTEN@", str(self.port)).replace(
                 "@UPSTREAMS@", "\n        ".join(f"server 127.0.0.1:{p} max_fails=1 fail_timeout=2s;" for p in ports))
@@ -641,6 +641,8 @@ def main():
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--binary", required=True)
     args = parser.parse_args()
+    # SIGTERM (scripts/test ending early) unwinds like an error, so every `finally` stops what it started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     load_seconds = 20 if args.quick else args.load_seconds
     os.makedirs(os.path.join(ROOT, ".stadiumcloud", "faults"), exist_ok=True)
 
