@@ -1,5 +1,6 @@
 import CloudCore
 import CloudPostgres
+import CloudRuntime
 import Foundation
 import Logging
 import Synchronization
@@ -53,7 +54,7 @@ public struct CanonicalEditor: PublicDataEditor {
         }
         let database = try await self.records.database(
             container: scope.container, environment: scope.environment, scope: .public, owner: nil, logger: logger)
-        let now = Timestamp.now
+        let now = self.records.clock.now
         let stamp = ChangeStamp(timestamp: now, userRecordName: "_canonicalImport", deviceID: "console " + operatorName)
         let plan = Mutex<CanonicalImportPlan?>(nil)
         do {

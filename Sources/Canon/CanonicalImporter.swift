@@ -1,5 +1,6 @@
 import CloudCore
 import CloudPostgres
+import CloudRuntime
 import Foundation
 import Logging
 import Synchronization
@@ -45,7 +46,7 @@ public struct CanonicalImporter: Sendable {
         progress("read \(sources.values.map(\.count).reduce(0, +)) canonical records in \(sources.count) zone(s)")
         let database = try await self.records.database(
             container: container, environment: environment, scope: .public, owner: nil, logger: self.logger)
-        let now = Timestamp.now
+        let now = self.records.clock.now
         let stamp = ChangeStamp(timestamp: now, userRecordName: "_canonicalImport", deviceID: "stadiumcloud import")
         let outcome = Mutex(Outcome())
         let zones = sources.keys.sorted()

@@ -1,5 +1,6 @@
 import CloudCore
 import CloudPostgres
+import CloudRuntime
 import Foundation
 import Hummingbird
 import Logging
@@ -22,6 +23,9 @@ final class ConsoleImports: Sendable {
     }
 
     private let state = Mutex<Job?>(nil)
+    private let clock: ServerClock
+
+    init(clock: ServerClock) { self.clock = clock }
 
     var current: Job? { self.state.withLock { $0 } }
 
@@ -53,7 +57,7 @@ final class ConsoleImports: Sendable {
                 outcome = nil
             }
             self.state.withLock { state in
-                state?.endedMs = Timestamp.now
+                state?.endedMs = self.clock.now
                 state?.changes = outcome
             }
         }
@@ -149,7 +153,7 @@ extension ConsoleController {
     func startImport(
         of path: String, into scope: SchemaScope, dryRun: Bool, _ publicData: any PublicDataEditor, _ session: ConsoleSession, _ logger: Logger
     ) -> Response {
-        let job = ConsoleImports.Job(operatorName: session.account.name, path: path, scope: scope, dryRun: dryRun, startedMs: Timestamp.now)
+        let job = ConsoleImports.Job(operatorName: session.account.name, path: path, scope: scope, dryRun: dryRun, startedMs: self.configuration.clock.now)
         let started = self.imports.start(job, logger: logger) { progress in
             try await publicData.importDataset(at: path, into: scope, dryRun: dryRun, logger: logger, progress: progress)
         }

@@ -1,5 +1,6 @@
 import CloudCore
 import CloudPostgres
+import CloudRuntime
 import Foundation
 import Hummingbird
 import Logging
@@ -9,7 +10,7 @@ extension ConsoleController {
     func overview(_ session: ConsoleSession, _ logger: Logger) async throws -> Response {
         let statistics = try await self.dependencies.records.statistics(logger: logger)
         let outage = self.dependencies.records.databaseOutage
-        let uptime = (Timestamp.now - self.startedMs) / 1000
+        let uptime = (self.configuration.clock.now - self.startedMs) / 1000
         let records = statistics.records.map { row in
             "<tr><td>\(row.scope)</td><td>\(ConsoleFormat.escape(row.recordType))</td><td class=n>\(row.count)</td></tr>"
         }.joined()

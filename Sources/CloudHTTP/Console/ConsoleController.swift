@@ -1,5 +1,6 @@
 import CloudCore
 import CloudPostgres
+import CloudRuntime
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -16,8 +17,18 @@ struct ConsoleController: Sendable {
     let statistics: RequestStatistics
     /// The sports layer's import and edits of public data; without it those pages only read.
     let publicData: (any PublicDataEditor)?
-    let imports = ConsoleImports()
-    let startedMs = Timestamp.now
+    let imports: ConsoleImports
+    let startedMs: Int64
+
+    init(
+        dependencies: ServerDependencies, configuration: ServerConfiguration, limiter: RateLimiter, statistics: RequestStatistics,
+        publicData: (any PublicDataEditor)?
+    ) {
+        (self.dependencies, self.configuration, self.limiter, self.statistics) = (dependencies, configuration, limiter, statistics)
+        self.publicData = publicData
+        self.imports = ConsoleImports(clock: configuration.clock)
+        self.startedMs = configuration.clock.now
+    }
 
     static let sessionCookie = "stadiumcloud_console"
     /// Before signing in, the sign-in form's token is checked against this cookie (double submit).

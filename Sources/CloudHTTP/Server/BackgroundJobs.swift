@@ -17,7 +17,7 @@ struct TombstonePurgeService: Service {
     let logger: Logger
 
     func run() async throws {
-        await runPeriodically(every: self.interval) {
+        await runPeriodically(every: self.interval, on: self.clock) {
             // One process purges at a time; the others skip this round.
             await recordedRun(of: "tombstone-purge", records: self.records, clock: self.clock, logger: self.logger) {
                 let cutoff = self.clock.now - self.retention.milliseconds
@@ -54,12 +54,12 @@ func recordedRun(of name: String, records: RecordStore, clock: ServerClock, logg
     }
 }
 
-/// Runs `job` every `interval` until graceful shutdown. Shutdown cancels the wait, never a job in progress: a
-/// job that has started finishes before the process exits (within `serve --shutdown-grace-seconds`).
-func runPeriodically(every interval: Duration, _ job: () async -> Void) async {
+/// Runs `job` every `interval` of `clock` until graceful shutdown. Shutdown cancels the wait, never a job in progress:
+/// a job that has started finishes before the process exits (within `serve --shutdown-grace-seconds`).
+func runPeriodically(every interval: Duration, on clock: ServerClock, _ job: () async -> Void) async {
     while !Task.isShuttingDownGracefully, !Task.isCancelled {
         do {
-            try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            try await cancelWhenGracefulShutdown { try await clock.sleep(for: interval) }
         } catch {
             return
         }
@@ -76,7 +76,7 @@ struct AssetCollectorService: Service {
     let logger: Logger
 
     func run() async throws {
-        await runPeriodically(every: self.configuration.assetCollectionInterval) {
+        await runPeriodically(every: self.configuration.assetCollectionInterval, on: self.configuration.clock) {
             await recordedRun(of: "asset-collector", records: self.records, clock: self.configuration.clock, logger: self.logger) {
                 try await self.collect()
             }
