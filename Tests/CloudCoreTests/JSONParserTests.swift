@@ -15,4 +15,13 @@ import Testing
     func rejectsMalformedInput(_ text: String) {
         #expect(throws: CloudError.self) { try JSONValue.parse(Array(text.utf8)) }
     }
+
+    /// Latin-1 "é", a lone continuation byte, a truncated sequence and an encoded surrogate, with and without escapes
+    /// beside them: refused, never stored with replacement characters.
+    @Test(arguments: [[0xE9], [0x80], [0xE2, 0x82], [0xED, 0xA0, 0x80]] as [[UInt8]])
+    func rejectsStringsThatAreNotUTF8(_ bad: [UInt8]) {
+        for (before, after) in [("\"caf", "\""), ("\"caf\\n", "\"")] {
+            #expect(throws: CloudError.self) { try JSONValue.parse(Array(before.utf8) + bad + Array(after.utf8)) }
+        }
+    }
 }

@@ -118,7 +118,7 @@ struct JSONParser {
         while self.index < self.bytes.count {
             let byte = self.bytes[self.index]
             if byte == UInt8(ascii: "\"") {
-                let text = String(decoding: self.bytes[start..<self.index], as: UTF8.self)
+                let text = try Self.text(self.bytes[start..<self.index])
                 self.index += 1
                 return text
             }
@@ -133,7 +133,7 @@ struct JSONParser {
             self.index += 1
             switch byte {
             case UInt8(ascii: "\""):
-                return String(decoding: scalars, as: UTF8.self)
+                return try Self.text(scalars)
             case UInt8(ascii: "\\"):
                 let escape = try self.peek()
                 self.index += 1
@@ -164,6 +164,13 @@ struct JSONParser {
                 scalars.append(byte)
             }
         }
+    }
+
+    /// Refuses bytes that are not UTF-8 rather than storing them with replacement characters, which would lose
+    /// what the client sent without telling it.
+    private static func text(_ bytes: some Collection<UInt8>) throws -> String {
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw Failure(reason: "a string is not valid UTF-8") }
+        return text
     }
 
     private mutating func hex4() throws -> UInt32 {

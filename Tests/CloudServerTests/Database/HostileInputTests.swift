@@ -30,6 +30,23 @@ import Testing
         }
     }
 
+    @Test func textThatIsNotUTF8IsABadRequestAndStoresNothing() async throws {
+        try await TestServer.run { server in
+            let record = #"{"operations":[{"operationType":"create","record":{"recordName":"latin1","recordType":"StadiumVisit","#
+            let body = Array((record + #""fields":{"notes":{"value":"caf"#).utf8) + [0xE9] + Array(#""}}}}]}"#.utf8)
+            let uri = "/database/1/\(TestServer.development.container)/development/private/records/modify"
+                + "?ckAPIToken=\(server.apiToken)&ckWebAuthToken=\(server.alice.webAuthToken)"
+            let answer = try await server.client.execute(
+                uri: uri, method: .post, headers: [.contentType: "text/plain"], body: ByteBuffer(bytes: body)
+            ) { (Int($0.status.code), try JSONValue.parse($0.body.readableBytesView)) }
+            #expect(answer.0 == 400)
+            #expect(answer.1["serverErrorCode"] == "BAD_REQUEST")
+            #expect(answer.1["reason"]?.stringValue?.contains("UTF-8") == true, "\(answer.1)")
+            let lookup = try await server.call("records/lookup", ["records": [["recordName": "latin1"]]], as: server.alice)
+            #expect(lookup.anyErrorCode == "NOT_FOUND", "\(lookup.json)")
+        }
+    }
+
     @Test func farAwayCanonicalDatesAreBadRequests() async throws {
         try await TestServer.run { server in
             for date: JSONValue in ["999999999-01-01", "-999999999-01-01", .int(Int64.max), .int(Int64.min)] {
