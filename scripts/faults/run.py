@@ -43,6 +43,14 @@ class Failure(Exception):
     pass
 
 
+class Interrupted(Exception):
+    """SIGTERM: scripts/test ended early."""
+
+
+def interrupt(*_):
+    raise Interrupted()
+
+
 def expect(condition, message):
     if not condition:
         raise Failure(message)
@@ -642,7 +650,8 @@ def main():
     parser.add_argument("--binary", required=True)
     args = parser.parse_args()
     # SIGTERM (scripts/test ending early) unwinds like an error, so every `finally` stops what it started.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGTERM, interrupt)
+    interrupted = False
     load_seconds = 20 if args.quick else args.load_seconds
     os.makedirs(os.path.join(ROOT, ".stadiumcloud", "faults"), exist_ok=True)
 
@@ -673,6 +682,9 @@ def main():
     except Failure as failure:
         print(f"faults: FAILED: {failure}", file=sys.stderr)
         sys.exit(1)
+    except Interrupted:
+        print("faults: interrupted", file=sys.stderr)
+        interrupted = True
     finally:
         if server.process and server.process.poll() is None:
             server.process.send_signal(signal.SIGTERM)
@@ -682,6 +694,9 @@ def main():
                 server.kill9()
         postgres.stop()
         subprocess.run(["rm", "-rf", assets])
+    if interrupted:
+        # The interrupted scenario's worker threads would keep the interpreter alive; everything is stopped by now.
+        os._exit(143)
 
 
 if __name__ == "__main__":
