@@ -20,7 +20,11 @@ public final class CanonicalEndpoints: Sendable {
     var catalogsBuilt: Int { self.built.load(ordering: .relaxed) }
     private let built = Atomic<Int>(0)
 
-    public init(records: RecordStore) { self.records = records }
+    public init(records: RecordStore) {
+        self.records = records
+        // A catalog of a lost history may carry the same head as the restored data: it goes.
+        records.history.onFork { [weak self] in self?.cache.withLock { $0.removeAll() } }
+    }
 
     /// The endpoints, and the checks on visits and achievements written to private databases.
     public var extensions: ServerExtensions {

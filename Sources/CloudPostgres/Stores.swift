@@ -22,9 +22,11 @@ public struct Stores: Sendable {
         self.credentials = CredentialStore(client: client, hasher: PasswordHasher(log2Rounds: passwordHashLog2Rounds), clock: clock)
     }
 
-    /// The record store. Its token signing key lives in the database, so the client must be running.
+    /// The record store. Its token signing key and the database's history live in the database, so the client must be
+    /// running.
     public func records(feed: ChangeFeed = ChangeFeed(), logger: Logger) async throws -> RecordStore {
         let key = try await self.credentials.tokenSigningKey(logger: logger)
+        try await self.client.confirmHistory(logger: logger)
         return RecordStore(
             client: self.client, signer: TokenSigner(key: key), limits: self.limits, clock: self.clock, feed: feed,
             justInTimeSchema: self.justInTimeSchema)

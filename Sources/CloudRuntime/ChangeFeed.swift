@@ -78,6 +78,11 @@ public final class ChangeFeed: Sendable {
         for id in self.state.withLock({ Array($0.waiters.keys) }) { self.wake(id, changed: true) }
     }
 
+    /// Ends every wait now with "nothing changed": the database's history forked, and the clients ask again.
+    public func endAll() {
+        for id in self.state.withLock({ Array($0.waiters.keys) }) { self.wake(id, changed: false) }
+    }
+
     /// The server is shutting down: every waiter answers now, and later ones at once.
     public func close() {
         let ids = self.state.withLock { state in

@@ -110,7 +110,9 @@ extension LocalStore {
             try db.run("DELETE FROM records WHERE scope = ? AND zone = ? AND recordName = ?", [scope.rawValue, zone, record.recordName])
             try self.project(db, old: record, new: nil)
         }
-        try db.run("UPDATE records SET stale = 0 WHERE scope = ? AND zone = ? AND stale = 1", [scope.rawValue, zone])
+        // What is left stale has an edit queued, but the server no longer has the record (a restore lost it, or its
+        // deletion was purged): the edit goes as a new record, so it is not lost.
+        try db.run("UPDATE records SET stale = 0, changeTag = NULL WHERE scope = ? AND zone = ? AND stale = 1", [scope.rawValue, zone])
         return stale.count
     }
 

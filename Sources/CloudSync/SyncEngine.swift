@@ -109,7 +109,7 @@ public actor SyncEngine {
             let answer: JSONValue
             do {
                 answer = try await self.service.call(.private, "changes/database", .object(body))
-            } catch let error as SyncError where error.code == ServerErrorCode.changeTokenExpired.rawValue && token != nil {
+            } catch let error as SyncError where token != nil && Self.startsOver(error.code) {
                 token = nil
                 complete = true
                 continue
@@ -151,7 +151,7 @@ public actor SyncEngine {
                 guard let zone = entry["zoneID"]?["zoneName"]?.stringValue, remaining.contains(zone) else { continue }
                 if let code = entry["serverErrorCode"]?.stringValue {
                     switch code {
-                    case ServerErrorCode.changeTokenExpired.rawValue where resets[zone, default: 0] < 2:
+                    case _ where try Self.startsOver(code) && resets[zone, default: 0] < 2 && self.store.token(scope: scope, zone: zone) != nil:
                         resets[zone, default: 0] += 1
                         try self.store.resetZone(scope: scope, zone: zone)
                         report.zonesReset.append(zone)
@@ -175,6 +175,13 @@ public actor SyncEngine {
             }
             remaining = next
         }
+    }
+
+    /// Whether an answer to a fetch with a token means "fetch again without it": CHANGE_TOKEN_EXPIRED (tombstones
+    /// purged, or a token of the database's history before a restore or failover), or BAD_REQUEST (the server cannot
+    /// read the token: another installation's, or one it no longer signs). Queued edits stay and are sent after.
+    static func startsOver(_ code: String) -> Bool {
+        code == ServerErrorCode.changeTokenExpired.rawValue || code == ServerErrorCode.badRequest.rawValue
     }
 
     /// Sends queued edits, one batch at a time. A batch is saved before it is sent and resent byte for byte with

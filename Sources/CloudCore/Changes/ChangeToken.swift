@@ -52,13 +52,17 @@ public struct ChangeToken: Sendable, Hashable {
     /// The purge horizon (`purged_seq`) when the token was issued. Tombstones up to it were already gone, and the
     /// answer that carried the token did not need them.
     public var horizon: Int64
+    /// The history of the database the token was issued in (docs/SYNC.md, "Restores and failovers"); 0 for tokens
+    /// made before histories had epochs.
+    public var epoch: Int64
 
-    public init(kind: Kind, databaseID: Int64, zoneID: Int64 = 0, seq: Int64, horizon: Int64 = 0) {
+    public init(kind: Kind, databaseID: Int64, zoneID: Int64 = 0, seq: Int64, horizon: Int64 = 0, epoch: Int64) {
         self.kind = kind
         self.databaseID = databaseID
         self.zoneID = zoneID
         self.seq = seq
         self.horizon = horizon
+        self.epoch = epoch
     }
 
     /// Whether a purge since the token was issued may have removed tombstones its holder has not seen: the
@@ -66,12 +70,13 @@ public struct ChangeToken: Sendable, Hashable {
     /// after the purge (say, mid-way through a first fetch from nothing) stays good even below the horizon.
     public func isExpired(purgedSeq: Int64) -> Bool { self.seq < purgedSeq && self.horizon < purgedSeq }
 
-    /// Version 1 tokens (before the horizon) are still read, with horizon 0: they expire as they always did.
-    private static let version: UInt8 = 2
+    /// Version 1 tokens (before the horizon) are still read with horizon 0, and versions 1 and 2 (before epochs)
+    /// with epoch 0.
+    private static let version: UInt8 = 3
 
     public func encode(with signer: TokenSigner) -> String {
         var payload: [UInt8] = [Self.version, self.kind.rawValue]
-        for number in [self.databaseID, self.zoneID, self.seq, self.horizon] { payload += number.bigEndianBytes }
+        for number in [self.databaseID, self.zoneID, self.seq, self.horizon, self.epoch] { payload += number.bigEndianBytes }
         return signer.sign(payload)
     }
 
@@ -82,7 +87,7 @@ public struct ChangeToken: Sendable, Hashable {
 
     /// Decodes and verifies a client's token; anything malformed, altered or of the wrong kind is BAD_REQUEST.
     public static func decode(_ text: String, kind: Kind, with signer: TokenSigner) throws -> ChangeToken {
-        guard let payload = signer.verify(text), (payload.count == 26 && payload[0] == 1) || (payload.count == 34 && payload[0] == Self.version),
+        guard let payload = signer.verify(text), [26: 1, 34: 2, 42: Self.version][payload.count] == payload[0],
             let parsedKind = Kind(rawValue: payload[1])
         else { throw Self.notValidHere }
         guard parsedKind == kind else {
@@ -94,7 +99,8 @@ public struct ChangeToken: Sendable, Hashable {
         return ChangeToken(
             kind: kind, databaseID: Int64(bigEndianBytes: payload[2..<10]),
             zoneID: Int64(bigEndianBytes: payload[10..<18]), seq: Int64(bigEndianBytes: payload[18..<26]),
-            horizon: payload.count == 34 ? Int64(bigEndianBytes: payload[26..<34]) : 0)
+            horizon: payload.count >= 34 ? Int64(bigEndianBytes: payload[26..<34]) : 0,
+            epoch: payload.count == 42 ? Int64(bigEndianBytes: payload[34..<42]) : 0)
     }
 }
 

@@ -8,9 +8,11 @@ import Hummingbird
 import Logging
 
 /// Signed, expiring capabilities for the asset flow: upload URLs, receipts and download URLs. They need no
-/// table: everything they allow is inside them, under the server's HMAC key.
+/// table: everything they allow is inside them, under the server's HMAC key, with the history of the database they
+/// were signed in (after a restore or failover an owner's database id may stand for someone else's).
 struct AssetCapabilities: Sendable {
     let signer: TokenSigner
+    let history: DatabaseHistory
     /// Whose time lifetimes are measured in.
     let clock: ServerClock
 
@@ -20,23 +22,32 @@ struct AssetCapabilities: Sendable {
         case download = 7
     }
 
+    /// Capabilities signed with an epoch have their kind's number plus this (those without, from before epochs,
+    /// count until the first fork).
+    private static let withEpoch: UInt8 = 3
+
     /// A capability of `kind` valid for `seconds` from now.
     func sign(_ kind: Kind, owner: String, validFor seconds: Int, size: Int64 = 0, subject: String) -> String {
         let expires = self.clock.now + Int64(seconds) * 1000
+        let epoch = self.history.epoch?.id ?? 0
         return self.signer.sign(
-            [kind.rawValue] + Array(owner.utf8) + [0] + withUnsafeBytes(of: expires.bigEndian, Array.init)
-                + withUnsafeBytes(of: size.bigEndian, Array.init) + Array(subject.utf8))
+            [kind.rawValue + Self.withEpoch] + Array(owner.utf8) + [0] + expires.bigEndianBytes + size.bigEndianBytes + epoch.bigEndianBytes
+                + Array(subject.utf8))
     }
 
-    /// The owner, expiry, size and subject of a capability of `kind`, or nil when altered or of another kind.
+    /// The owner, expiry, size and subject of a capability of `kind` signed in this history, or nil when altered,
+    /// of another kind or of another history.
     func verify(_ kind: Kind, _ text: String) -> (owner: String, expires: Int64, size: Int64, subject: String)? {
-        guard let payload = self.signer.verify(text), payload.first == kind.rawValue, let zero = payload.firstIndex(of: 0),
-            payload.count >= zero + 17
+        guard let payload = self.signer.verify(text), let first = payload.first, first == kind.rawValue || first == kind.rawValue + Self.withEpoch,
+            let zero = payload.firstIndex(of: 0)
         else { return nil }
+        let marked = first != kind.rawValue
+        let end = zero + (marked ? 25 : 17)
+        guard payload.count >= end else { return nil }
+        func number(_ at: Int) -> Int64 { Int64(bigEndianBytes: payload[at..<at + 8]) }
+        guard self.history.isCurrent(marked ? number(zero + 17) : 0) else { return nil }
         let owner = String(decoding: payload[1..<zero], as: UTF8.self)
-        let expires = payload[(zero + 1)..<(zero + 9)].reduce(Int64(0)) { $0 << 8 | Int64($1) }
-        let size = payload[(zero + 9)..<(zero + 17)].reduce(Int64(0)) { $0 << 8 | Int64($1) }
-        return (owner, expires, size, String(decoding: payload[(zero + 17)...], as: UTF8.self))
+        return (owner, number(zero + 1), number(zero + 9), String(decoding: payload[end...], as: UTF8.self))
     }
 }
 

@@ -52,7 +52,7 @@ public func buildRouter(configuration: ServerConfiguration, dependencies: Server
     router.add(middleware: CompressionMiddleware())
     router.add(middleware: CloudErrorMiddleware())
     OperationsController(dependencies: dependencies).addRoutes(to: router)
-    let capabilities = AssetCapabilities(signer: dependencies.records.signer, clock: configuration.clock)
+    let capabilities = AssetCapabilities(signer: dependencies.records.signer, history: dependencies.records.history, clock: configuration.clock)
     let credentials = dependencies.credentials
     let share: RateLimiter.Share = { try await credentials.takeFromSharedBuckets($0, logger: Logger(label: "stadiumcloud.ratelimit")) }
     let limiter = RateLimiter(share: configuration.rateLimits.shared ? share : nil, clock: configuration.clock)

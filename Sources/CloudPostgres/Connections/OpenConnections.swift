@@ -55,13 +55,20 @@ final class OpenConnections: Sendable {
         (self.maximum, self.logger, self.connect) = (maximum, logger, connect)
     }
 
-    /// Connections to `url`.
-    convenience init(_ url: DatabaseURL, maximum: Int, connectTimeout: Duration = .seconds(5), logger: Logger) {
+    /// Connections to `url`, each of which confirms the database's history before its first use.
+    convenience init(_ url: DatabaseURL, maximum: Int, connectTimeout: Duration = .seconds(5), history: DatabaseHistory, logger: Logger) {
         var configuration = url.connectionConfiguration
         configuration.options.connectTimeout = .init(connectTimeout)
         let fixed = configuration
         self.init(maximum: maximum, logger: logger) { id in
-            try await PostgresConnection.connect(configuration: fixed, id: id, logger: logger)
+            let connection = try await PostgresConnection.connect(configuration: fixed, id: id, logger: logger)
+            do {
+                try await history.confirm(on: connection, logger: logger)
+            } catch {
+                try? await connection.close()
+                throw error
+            }
+            return connection
         }
     }
 

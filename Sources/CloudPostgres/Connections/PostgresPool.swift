@@ -32,6 +32,8 @@ public final class PostgresPool: Service, Sendable {
     private let state: Mutex<(client: PostgresClient, running: Task<Void, Never>?, outage: Outage?)>
     /// What reads and transactions borrow.
     let connections: OpenConnections
+    /// Which history of the database every connection serves, confirmed as each one opens.
+    public let history = DatabaseHistory()
 
     public init(
         _ url: DatabaseURL, maximumConnections: Int = 20, logger: Logger, checkInterval: Duration = .seconds(1),
@@ -40,7 +42,7 @@ public final class PostgresPool: Service, Sendable {
         (self.url, self.maximumConnections, self.logger) = (url, maximumConnections, logger)
         (self.checkInterval, self.probeInterval) = (checkInterval, probeInterval)
         self.state = Mutex((Self.client(url, maximumConnections, logger), nil, nil))
-        self.connections = OpenConnections(url, maximum: maximumConnections, logger: logger)
+        self.connections = OpenConnections(url, maximum: maximumConnections, history: self.history, logger: logger)
     }
 
     /// A quarter as many connections as requests may hold, for single queries and the watch's check.
@@ -118,9 +120,32 @@ public final class PostgresPool: Service, Sendable {
         self.state.withLock { $0.outage = nil }
     }
 
-    /// `SELECT 1` through the client in use.
+    /// Confirms the database's history through the client in use: a process whose requests' connections stayed
+    /// open learns of a failover within a check too.
     @Sendable func ping() async throws {
-        try await self.client.query("SELECT 1", logger: self.logger)
+        try await self.client.withConnection { try await self.history.confirm(on: $0, logger: self.logger) }
+    }
+
+    /// Confirms the database's history now: the first tokens a store signs need its epoch.
+    public func confirmHistory(logger: Logger) async throws {
+        try await translatingDatabaseErrors { try await self.client.withConnection { try await self.history.confirm(on: $0, logger: logger) } }
+    }
+
+    /// Begins a new history whatever the fingerprint says (`stadiumcloud history fork`: after a restore that no
+    /// fingerprint can tell, such as a file-system snapshot of a stopped cluster).
+    public func forkHistory(reason: String, logger: Logger) async throws {
+        try await translatingDatabaseErrors { try await self.client.withConnection { try await self.history.begin(reason: reason, on: $0, logger: logger) } }
+    }
+
+    /// "epoch E since T (fingerprint F)", for `stadiumcloud history`.
+    public func historyDescription(logger: Logger) async throws -> String {
+        for try await (epoch, started, fingerprint) in try await self.query(
+            "SELECT epoch, started_ms, fingerprint FROM history", logger: logger
+        ).decode((Int64, Int64, String).self) {
+            let since = Date(timeIntervalSince1970: Double(started) / 1000).formatted(.iso8601)
+            return "epoch \(epoch) since \(since) (fingerprint \(fingerprint): system identifier/timeline/database/table)"
+        }
+        return "no history yet: the database is not migrated"
     }
 
     /// Opens and closes one connection of its own.

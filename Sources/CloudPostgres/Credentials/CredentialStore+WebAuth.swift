@@ -7,17 +7,14 @@ import Synchronization
 /// Web auth sessions: signed tokens that rotate on every answer, grace periods, reuse detection, sign-out
 /// (docs/AUTH.md). The tokens and what this process knows of their sessions are `WebAuthSessions`.
 extension CredentialStore {
+    /// A new session. Its id is random (63 bits) rather than from a sequence: a restore rolls a sequence back, and the
+    /// id of a session the restore lost would be handed to someone else, whose account its tokens would then open.
     func startSession(for account: Account, idleMs: Int64, on connection: PostgresConnection, logger: Logger) async throws -> String {
         let now = self.clock.now
-        let rows = try await connection.query(
-            """
-            INSERT INTO auth_sessions (id, account_id, idle_ms, created_ms) VALUES (nextval('web_auth_sessions'), \(account.id), \(idleMs), \(now))
-            RETURNING id
-            """, logger: logger)
-        for try await id in rows.decode(Int64.self) {
-            return try await self.sessions.token(.init(sessionID: id, generation: 0, issuedMs: now), logger: logger)
-        }
-        throw CloudError(.internalError, "session not created")
+        let id = Int64.random(in: 1...Int64.max)
+        try await connection.query(
+            "INSERT INTO auth_sessions (id, account_id, idle_ms, created_ms) VALUES (\(id), \(account.id), \(idleMs), \(now))", logger: logger)
+        return try await self.sessions.token(.init(sessionID: id, generation: 0, issuedMs: now), logger: logger)
     }
 
     /// The grant of a live web auth token, or `nil`. A token used again more than `graceMs` after its successor

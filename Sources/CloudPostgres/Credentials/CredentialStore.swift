@@ -69,6 +69,11 @@ public final class CredentialStore: Sendable {
         self.sessions = WebAuthSessions(client: client, clock: clock, cacheLifetime: cacheLifetime, writeInterval: useWriteInterval) { logger in
             try await Self.tokenSigningKey(client, logger: logger)
         }
+        // After a restore or failover an account id may stand for someone else: nothing verified before is kept.
+        client.history.onFork { [weak self] in
+            self?.cache.withLock { $0.removeAll() }
+            self?.sessions.forgetAll()
+        }
     }
 
     static func hash(_ token: String) -> Data { Data(SHA256.hash(data: Array(token.utf8))) }

@@ -167,7 +167,8 @@ final class WebAuthSessions: Sendable {
                 try await self.client.query(
                     """
                     INSERT INTO auth_session_uses (session_id, generation, first_used_ms)
-                    SELECT * FROM unnest(\(uses.map(\.0))::int8[], \(uses.map(\.1))::int8[], \(uses.map(\.2))::int8[])
+                    SELECT u.* FROM unnest(\(uses.map(\.0))::int8[], \(uses.map(\.1))::int8[], \(uses.map(\.2))::int8[]) AS u(session_id, generation, used)
+                    WHERE EXISTS (SELECT 1 FROM auth_sessions s WHERE s.id = u.session_id)
                     ON CONFLICT (session_id, generation) DO UPDATE SET first_used_ms = least(auth_session_uses.first_used_ms, excluded.first_used_ms)
                     """, logger: logger)
             }
@@ -186,5 +187,10 @@ final class WebAuthSessions: Sendable {
     /// Forgets what this process cached of a session (revoked here: the next request reads it again).
     func forget(_ session: Int64) {
         self.state.withLock { $0.sessions[session] = nil }
+    }
+
+    /// Forgets every cached session (the database's history forked).
+    func forgetAll() {
+        self.state.withLock { $0.sessions.removeAll() }
     }
 }

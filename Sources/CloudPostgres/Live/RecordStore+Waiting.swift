@@ -17,24 +17,37 @@ extension RecordStore {
     public func pendingChanges(after position: WaitPosition, in database: DatabaseRef, logger: Logger) async throws -> [String] {
         switch position {
         case .database(let syncToken):
-            guard let syncToken, !syncToken.isEmpty else { return ["*"] }
-            let token = try ChangeToken.decode(syncToken, kind: .database, with: self.signer)
-            guard token.databaseID == database.id else { throw ChangeToken.notValidHere }
+            // A token of another history, or ahead of the head (the database was rolled back), is news: the fetch
+            // that follows answers CHANGE_TOKEN_EXPIRED.
+            guard let syncToken, !syncToken.isEmpty, let token = try self.waitToken(syncToken, kind: .database, in: database) else { return ["*"] }
             for try await head in try await self.client.query(
                 "SELECT change_seq FROM databases WHERE id = \(database.id)", logger: logger
-            ).decode(Int64.self) { return head > token.seq ? ["*"] : [] }
+            ).decode(Int64.self) { return head != token.seq ? ["*"] : [] }
             return ["*"]
         case .zones(let zones):
-            let tokens = try zones.map { try self.zoneToken($0.syncToken, in: database) }
-            var live: [String: (id: Int64, changeSeq: Int64)] = [:]
-            for try await (name, id, seq) in try await self.client.query(
-                "SELECT zone_name, id, change_seq FROM zones WHERE database_id = \(database.id) AND zone_name = ANY(\(zones.map(\.name))) AND NOT deleted",
-                logger: logger
-            ).decode((String, Int64, Int64).self) { live[name] = (id, seq) }
+            let tokens = try zones.map { zone in try zone.syncToken.flatMap { try self.waitToken($0, kind: .zone, in: database) } }
+            var live: [String: (id: Int64, changeSeq: Int64, head: Int64)] = [:]
+            for try await (name, id, seq, head) in try await self.client.query(
+                """
+                SELECT z.zone_name, z.id, z.change_seq, d.change_seq FROM zones z JOIN databases d ON d.id = z.database_id
+                WHERE z.database_id = \(database.id) AND z.zone_name = ANY(\(zones.map(\.name))) AND NOT z.deleted
+                """, logger: logger
+            ).decode((String, Int64, Int64, Int64).self) { live[name] = (id, seq, head) }
             return zip(zones, tokens).compactMap { zone, token in
-                guard let token, let current = live[zone.name], current.id == token.zoneID, current.changeSeq <= token.seq else { return zone.name }
+                guard let token, let current = live[zone.name], current.id == token.zoneID, current.changeSeq <= token.seq, token.seq <= current.head
+                else { return zone.name }
                 return nil
             }
+        }
+    }
+
+    /// A waiting client's token, or nil when it is of another history (the fetch it is told to make says so).
+    private func waitToken(_ text: String, kind: ChangeToken.Kind, in database: DatabaseRef) throws -> ChangeToken? {
+        guard !text.isEmpty else { return nil }
+        do {
+            return try self.readToken(text, kind: kind, in: database)
+        } catch let error as CloudError where error.code == .changeTokenExpired {
+            return nil
         }
     }
 }

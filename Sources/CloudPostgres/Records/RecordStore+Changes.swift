@@ -23,9 +23,9 @@ extension RecordStore {
                     try await self.rejectForeignZoneToken(token, zoneName: zoneName, in: database, on: connection, logger: logger)
                 }
             }
-            if token.isExpired(purgedSeq: zone.purgedSeq) { throw CloudError.changeTokenExpired }
-            let next = ChangeToken(kind: .zone, databaseID: database.id, zoneID: zone.id, seq: max(zone.head, token.seq), horizon: zone.purgedSeq)
-            return ZoneChanges(records: [], syncToken: next.encode(with: self.signer), moreComing: false)
+            if token.isExpired(purgedSeq: zone.purgedSeq) || token.seq > zone.head { throw CloudError.changeTokenExpired }
+            let next = self.token(.zone, in: database, zoneID: zone.id, seq: zone.head, horizon: zone.purgedSeq)
+            return ZoneChanges(records: [], syncToken: next, moreComing: false)
         }
         return try await self.client.reading { connection in
             // One statement, one snapshot: the zone, the database head, the purge horizon and the rows.
@@ -61,14 +61,14 @@ extension RecordStore {
                 if token.zoneID != zone.id {
                     try await self.rejectForeignZoneToken(token, zoneName: zoneName, in: database, on: connection, logger: logger)
                 }
-                if token.isExpired(purgedSeq: zone.purged) { throw CloudError.changeTokenExpired }
+                if token.isExpired(purgedSeq: zone.purged) || token.seq > zone.head { throw CloudError.changeTokenExpired }
             }
             let moreComing = records.count > limit
             if moreComing { records.removeLast() }
             // The last page ends at the head: the token advances even when this zone had no changes.
-            let position = moreComing ? records.last!.changeSeq : max(zone.head, token?.seq ?? 0)
-            let next = ChangeToken(kind: .zone, databaseID: database.id, zoneID: zone.id, seq: position, horizon: zone.purged)
-            return ZoneChanges(records: records, syncToken: next.encode(with: self.signer), moreComing: moreComing)
+            let position = moreComing ? records.last!.changeSeq : zone.head
+            let next = self.token(.zone, in: database, zoneID: zone.id, seq: position, horizon: zone.purged)
+            return ZoneChanges(records: records, syncToken: next, moreComing: moreComing)
         }
     }
 
@@ -86,9 +86,22 @@ extension RecordStore {
     /// A client's zone token, verified and bound to this database (the zone is checked against the query's).
     func zoneToken(_ syncToken: String?, in database: DatabaseRef) throws -> ChangeToken? {
         guard let syncToken, !syncToken.isEmpty else { return nil }
-        let token = try ChangeToken.decode(syncToken, kind: .zone, with: self.signer)
+        return try self.readToken(syncToken, kind: .zone, in: database)
+    }
+
+    /// A client's token, verified: CHANGE_TOKEN_EXPIRED when it was issued in another history of the database (before
+    /// a restore or failover: its numbers may name other changes now), BAD_REQUEST when it is not this database's.
+    func readToken(_ text: String, kind: ChangeToken.Kind, in database: DatabaseRef) throws -> ChangeToken {
+        let token = try ChangeToken.decode(text, kind: kind, with: self.signer)
+        guard self.client.history.isCurrent(token.epoch) else { throw CloudError.changeTokenExpired }
         guard token.databaseID == database.id else { throw ChangeToken.notValidHere }
         return token
+    }
+
+    /// A token for a position in `database`, signed in the current history.
+    func token(_ kind: ChangeToken.Kind, in database: DatabaseRef, zoneID: Int64 = 0, seq: Int64, horizon: Int64 = 0) -> String {
+        ChangeToken(kind: kind, databaseID: database.id, zoneID: zoneID, seq: seq, horizon: horizon, epoch: self.client.history.epoch?.id ?? 0)
+            .encode(with: self.signer)
     }
 
     /// A token of another zone: expired when it is of a deleted zone of the same name (the client starts over),
@@ -107,10 +120,7 @@ extension RecordStore {
     public func databaseChanges(since syncToken: String?, limit: Int?, in database: DatabaseRef, logger: Logger) async throws -> DatabaseChanges {
         let limit = try self.resultsLimit(limit)
         var token: ChangeToken?
-        if let syncToken, !syncToken.isEmpty {
-            token = try ChangeToken.decode(syncToken, kind: .database, with: self.signer)
-            guard token?.databaseID == database.id else { throw ChangeToken.notValidHere }
-        }
+        if let syncToken, !syncToken.isEmpty { token = try self.readToken(syncToken, kind: .database, in: database) }
         let since = token?.seq
         return try await self.client.reading { connection in
             let rows = try await connection.query(
@@ -130,13 +140,12 @@ extension RecordStore {
                 purged = dbPurged
                 if let name, let seq, let deleted { zones.append((ZoneChange(zoneName: name, deleted: deleted), seq)) }
             }
-            if let token, token.isExpired(purgedSeq: purged) { throw CloudError.changeTokenExpired }
+            if let token, token.isExpired(purgedSeq: purged) || token.seq > head { throw CloudError.changeTokenExpired }
             // Every zone event has its own sequence number, so a page can end after any zone.
             let moreComing = zones.count > limit
             if moreComing { zones.removeLast() }
-            let position = moreComing ? zones.last!.1 : max(head, since ?? 0)
-            let next = ChangeToken(kind: .database, databaseID: database.id, seq: position, horizon: purged)
-            return DatabaseChanges(zones: zones.map(\.0), syncToken: next.encode(with: self.signer), moreComing: moreComing)
+            let position = moreComing ? zones.last!.1 : head
+            return DatabaseChanges(zones: zones.map(\.0), syncToken: self.token(.database, in: database, seq: position, horizon: purged), moreComing: moreComing)
         }
     }
 

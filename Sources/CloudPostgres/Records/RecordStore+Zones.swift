@@ -21,8 +21,7 @@ extension RecordStore {
             var found: [String: ZoneInfo] = [:]
             var order: [String] = []
             for try await (id, name, head) in rows.decode((Int64, String, Int64).self) {
-                let token = ChangeToken(kind: .zone, databaseID: database.id, zoneID: id, seq: head)
-                found[name] = ZoneInfo(zoneName: name, syncToken: token.encode(with: self.signer))
+                found[name] = ZoneInfo(zoneName: name, syncToken: self.token(.zone, in: database, zoneID: id, seq: head))
                 order.append(name)
             }
             return (names ?? order).map { found[$0] }
@@ -58,14 +57,12 @@ extension RecordStore {
                 case .create:
                     if let existing {
                         // Creating a zone that exists succeeds, as in CloudKit: clients create zones on every launch.
-                        let token = ChangeToken(kind: .zone, databaseID: database.id, zoneID: existing, seq: head)
-                        outcomes.append(.created(ZoneInfo(zoneName: name, syncToken: token.encode(with: self.signer))))
+                        outcomes.append(.created(ZoneInfo(zoneName: name, syncToken: self.token(.zone, in: database, zoneID: existing, seq: head))))
                         continue
                     }
                     head += 1
                     let newID = try await Self.insertZone(name, in: database, seq: head, now: now, on: connection, logger: logger)
-                    let token = ChangeToken(kind: .zone, databaseID: database.id, zoneID: newID, seq: head)
-                    outcomes.append(.created(ZoneInfo(zoneName: name, syncToken: token.encode(with: self.signer))))
+                    outcomes.append(.created(ZoneInfo(zoneName: name, syncToken: self.token(.zone, in: database, zoneID: newID, seq: head))))
                 case .delete:
                     guard let existing else {
                         outcomes.append(.failed(name, CloudError(.zoneNotFound, "zone \(name) does not exist")))

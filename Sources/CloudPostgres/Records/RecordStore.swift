@@ -49,7 +49,17 @@ public final class RecordStore: Sendable {
         self.limits = limits
         self.clock = clock
         self.changes = ChangeBroadcast(client: client, feed: feed, logger: Logger(label: "stadiumcloud.changes"))
+        // After a restore or failover, ids name other things: what this process remembers of the lost history goes,
+        // and long polls end so that their clients ask again, authenticated afresh.
+        client.history.onFork { [weak self] in
+            self?.databaseIDs.withLock { $0.removeAll() }
+            self?.schemaCache.withLock { $0.removeAll() }
+            feed.endAll()
+        }
     }
+
+    /// Which history of the database this store serves (docs/SYNC.md, "Restores and failovers").
+    public var history: DatabaseHistory { self.client.history }
 
     /// The migrations not yet applied (what `/ready` reports): empty when the database is current.
     public func pendingMigrations(_ migrations: [Migration], logger: Logger) async throws -> [MigrationStatus] {

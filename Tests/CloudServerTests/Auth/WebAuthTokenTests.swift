@@ -82,7 +82,7 @@ import Testing
             try await credentials.client.query(
                 """
                 WITH session AS (INSERT INTO auth_sessions (id, account_id, idle_ms, created_ms)
-                    VALUES (nextval('web_auth_sessions'), \(server.bob.account.id), 3600000, \(now)) RETURNING id)
+                    VALUES (\(Int64.random(in: 1...Int64.max)), \(server.bob.account.id), 3600000, \(now)) RETURNING id)
                 INSERT INTO credentials (token_hash, kind, account_id, session_id, idle_ms, expires_ms, created_ms)
                 SELECT \(CredentialStore.hash(legacy)), 'web_auth', \(server.bob.account.id), id, 3600000, \(now + 3_600_000), \(now) FROM session
                 """, logger: TestDatabase.logger)

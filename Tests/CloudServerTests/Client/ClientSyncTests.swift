@@ -469,6 +469,41 @@ import Testing
         }
     }
 
+    /// After a restore or failover the server refuses the devices' tokens (CHANGE_TOKEN_EXPIRED), or cannot read them
+    /// at all (BAD_REQUEST: another installation's): devices fetch again, drop what the server lost, and still send
+    /// what they had queued, even an edit of a record the restore lost.
+    @Test func aRestoreMakesDevicesStartOverAndKeepTheirQueuedEdits() async throws {
+        try await Self.run { server, folder in
+            let phone = try await Self.device(server, folder, "phone")
+            let tablet = try await Self.device(server, folder, "tablet")
+            let kept = try phone.addVisit(stadiumID: "stadium_mlb_fenway_park", date: 1_600_000_000_000)
+            let lost = try phone.addVisit(stadiumID: "stadium_mlb_wrigley_field", date: 1_600_000_100_000)
+            let written = try phone.addVisit(stadiumID: "stadium_mlb_oracle_park", date: 1_600_000_150_000)
+            try await phone.sync()
+            try await tablet.sync()
+            #expect(try tablet.visits().count == 3)
+
+            // The restore: two visits written after the backup are gone, and the history forked.
+            try await HistoryTests.restore(server, losing: [lost.recordName, written.recordName])
+            // Queued on the tablet meanwhile: an edit of a lost visit and a new visit.
+            try tablet.setNotes("edited offline", forVisit: lost.recordName)
+            let added = try tablet.addVisit(stadiumID: "stadium_mlb_yankee_stadium", date: 1_600_000_200_000)
+            // The phone holds a database token no server of this installation signed.
+            let foreign = ChangeToken(kind: .database, databaseID: 1, seq: 1, epoch: 1).encode(with: TokenSigner(key: [UInt8](repeating: 9, count: 32)))
+            try phone.store.setDatabaseToken(foreign, scope: .private)
+
+            let report = try await tablet.sync()
+            #expect(report.zonesReset == [defaultZoneName, defaultZoneName], "the public zone and the private one")
+            #expect(report.sent == 2)
+            let server = Set(try await Self.serverVisits(server).compactMap { $0["recordName"]?.stringValue })
+            #expect(server == [kept.recordName, lost.recordName, added.recordName], "the visit the restore lost and nobody edited stays lost")
+            try await phone.sync()
+            #expect(Set(try phone.visits().map(\.recordName)) == server)
+            #expect(Set(try tablet.visits().map(\.recordName)) == server)
+            #expect(try phone.visits().first { $0.recordName == lost.recordName }?.notes == "edited offline")
+        }
+    }
+
     @Test func aPhotoUploadResumesAfterAnInterruptionAndDownloadsIntact() async throws {
         try await Self.run { server, folder in
             var configuration = SyncConfiguration()
