@@ -52,6 +52,9 @@ public protocol AssetStore: Sendable {
     /// Blobs whose bytes were last written more than `age` seconds ago, as (owner, checksum): the collector
     /// compares them with the database to find bytes a crash left without a row.
     func blobs(olderThan age: Double) async throws -> [(owner: String, checksum: String)]
+
+    /// Whether the store found itself full and still is (for `/ready` and `/metrics`).
+    var isFull: Bool { get }
 }
 
 extension AssetStore {
@@ -106,4 +109,16 @@ public func openAssetStore(
         throw CloudError.badRequest("s3:// assets need AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment")
     }
     return S3AssetStore(location: bucket, credentials: credentials, logger: logger)
+}
+
+extension AssetStore {
+    /// A bucket does not fill up the way a disk does.
+    public var isFull: Bool { false }
+}
+
+extension CloudError {
+    /// The asset store has no room. Not QUOTA_EXCEEDED: CloudKit's clients read that as the person's own storage
+    /// being full, and stop; a full disk is the operator's to fix, and the upload works again once there is room.
+    public static let assetStoreFull = CloudError(
+        .tryAgainLater, "the asset store is full; nothing was stored: try again later", retryAfter: 60)
 }

@@ -19,6 +19,10 @@ public final class FileAssetStore: AssetStore {
     /// partial file is hashed again from disk before it grows.
     private let hashing = Mutex<[String: (hasher: SHA256, length: Int64)]>([:])
     static let chunkLength: ByteCount = .kibibytes(256)
+    /// A write found the filesystem full; `isFull` looks again until there is room.
+    private let foundFull = Atomic<Bool>(false)
+    /// Free space below which a store that found itself full still says so.
+    static let roomEnough: Int64 = 16 << 20
 
     public init(root: String) throws {
         self.root = root
@@ -53,14 +57,16 @@ public final class FileAssetStore: AssetStore {
         var state = try await self.hashState(upload, length: current)
         var length = current
         do {
-            try await self.fileSystem.withFileHandle(forWritingAt: path, options: .modifyFile(createIfNecessary: true)) { handle in
-                for try await chunk in chunks {
-                    guard length + Int64(chunk.readableBytes) <= maxSize else {
-                        throw CloudError(.quotaExceeded, "the asset is larger than the \(maxSize)-byte limit")
+            try await self.refusingWhenFull(upload) {
+                try await self.fileSystem.withFileHandle(forWritingAt: path, options: .modifyFile(createIfNecessary: true)) { handle in
+                    for try await chunk in chunks {
+                        guard length + Int64(chunk.readableBytes) <= maxSize else {
+                            throw CloudError(.quotaExceeded, "the asset is larger than the \(maxSize)-byte limit")
+                        }
+                        try await handle.write(contentsOf: chunk.readableBytesView, toAbsoluteOffset: length)
+                        chunk.withUnsafeReadableBytes { state.update(bufferPointer: $0) }
+                        length += Int64(chunk.readableBytes)
                     }
-                    try await handle.write(contentsOf: chunk.readableBytesView, toAbsoluteOffset: length)
-                    chunk.withUnsafeReadableBytes { state.update(bufferPointer: $0) }
-                    length += Int64(chunk.readableBytes)
                 }
             }
         } catch let error as CloudError where error.code == .quotaExceeded {
@@ -100,15 +106,19 @@ public final class FileAssetStore: AssetStore {
             throw AssetNames.mismatch(checksum, expected: expectedChecksum)
         }
         // Durable before it becomes visible.
-        try await self.fileSystem.withFileHandle(forReadingAndWritingAt: path, options: .modifyFile(createIfNecessary: false)) {
-            try await $0.synchronize()
+        try await self.refusingWhenFull(upload) {
+            try await self.fileSystem.withFileHandle(forReadingAndWritingAt: path, options: .modifyFile(createIfNecessary: false)) {
+                try await $0.synchronize()
+            }
         }
         return StoredAsset(checksum: checksum, size: length)
     }
 
     public func publish(upload: String, owner: String, asset: StoredAsset) async throws {
         let destination = try self.blobPath(owner: owner, checksum: asset.checksum)
-        try await self.fileSystem.createDirectory(at: destination.removingLastComponent(), withIntermediateDirectories: true, permissions: nil)
+        try await self.refusingWhenFull(upload) {
+            try await self.fileSystem.createDirectory(at: destination.removingLastComponent(), withIntermediateDirectories: true, permissions: nil)
+        }
         if try await self.fileSystem.info(forFileAt: destination) != nil {
             try await self.discard(upload: upload)  // The same bytes are already stored for this owner.
         } else {
@@ -118,6 +128,35 @@ public final class FileAssetStore: AssetStore {
             // row has committed.
             Self.synchronizeDirectory(destination.removingLastComponent().string)
         }
+    }
+
+    /// Runs a step of an upload. When the filesystem is full the upload is dropped (its partial file is what filled
+    /// it, and would keep every other upload from the room it leaves) and the answer is TRY_AGAIN_LATER.
+    private func refusingWhenFull<Result>(_ upload: String, _ step: () async throws -> Result) async throws -> Result {
+        do {
+            let result = try await step()
+            self.foundFull.store(false, ordering: .relaxed)
+            return result
+        } catch where Self.meansFull(error) {
+            self.foundFull.store(true, ordering: .relaxed)
+            try? await self.discard(upload: upload)
+            throw CloudError.assetStoreFull
+        }
+    }
+
+    /// ENOSPC, or EDQUOT (a quota the operator set on the asset folder).
+    static func meansFull(_ error: any Error) -> Bool {
+        guard let error = error as? FileSystemError, let call = error.cause as? FileSystemError.SystemCallError else { return false }
+        return call.errno.rawValue == ENOSPC || call.errno.rawValue == EDQUOT
+    }
+
+    /// Whether a write found the filesystem full and it still has less than `roomEnough` free.
+    public var isFull: Bool {
+        guard self.foundFull.load(ordering: .relaxed) else { return false }
+        var stats = statvfs()
+        guard statvfs(self.root, &stats) == 0, Int64(stats.f_bavail) * Int64(stats.f_frsize) >= Self.roomEnough else { return true }
+        self.foundFull.store(false, ordering: .relaxed)
+        return false
     }
 
     /// fsync on a directory (best effort: a filesystem that cannot sync directories keeps its own guarantees).

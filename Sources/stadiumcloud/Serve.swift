@@ -44,6 +44,12 @@ struct Serve: AsyncParsableCommand {
     var justInTimeSchema = Self.defaults.justInTimeSchema
     @Option(help: "scrypt cost (log2 N) of new password hashes and of the stand-in hash for unknown names; lower only for tests.")
     var passwordHashCost = Self.defaults.auth.passwordHashLog2Rounds
+    @Option(help: "Open connections kept at most; past it a new one is answered 503 (lowered to what the open-file limit allows).")
+    var maxConnections = Self.defaults.connections.maximum
+    @Option(help: "Seconds from connecting to the end of the first request head before the connection is closed.")
+    var headerTimeoutSeconds = Int(Self.defaults.connections.headTimeout.components.seconds)
+    @Option(help: "Seconds a connection may send nothing while no request of it is being answered before it is closed.")
+    var idleTimeoutSeconds = Int(Self.defaults.connections.idleTimeout.components.seconds)
 
     /// A bucket holds this many seconds of its rate, as the defaults do.
     private static let accountBurst = Self.defaults.rateLimits.perAccount.burst / Self.defaults.rateLimits.perAccount.perSecond
@@ -51,6 +57,9 @@ struct Serve: AsyncParsableCommand {
 
     func validate() throws {
         guard (10...20).contains(self.passwordHashCost) else { throw ValidationError("--password-hash-cost must be 10 to 20") }
+        guard self.maxConnections > 0, self.headerTimeoutSeconds > 0, self.idleTimeoutSeconds > 0 else {
+            throw ValidationError("--max-connections, --header-timeout-seconds and --idle-timeout-seconds must be positive")
+        }
     }
 
     func run() async throws {
@@ -77,7 +86,10 @@ struct Serve: AsyncParsableCommand {
         configuration.justInTimeSchema = self.justInTimeSchema
         configuration.auth.passwordHashLog2Rounds = self.passwordHashCost
         configuration.shutdownGrace = .seconds(self.shutdownGraceSeconds)
+        configuration.connections.headTimeout = .seconds(self.headerTimeoutSeconds)
+        configuration.connections.idleTimeout = .seconds(self.idleTimeoutSeconds)
         let live = try Live(self.database, configuration: configuration)
+        configuration.connections.maximum = OpenFiles.raiseLimit(connections: self.maxConnections, logger: live.logger)
         let server = ServerService(
             stores: live.stores, configuration: configuration, migrations: migrations, applyMigrations: self.migrate, metrics: registry,
             extensions: { CanonicalEndpoints(records: $0).extensions }, logger: live.logger)

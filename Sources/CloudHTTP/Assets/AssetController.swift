@@ -69,14 +69,14 @@ struct AssetController: Sendable {
     static let uploadLength = HTTPField.Name("Upload-Length")!
     static let checksum = HTTPField.Name("X-StadiumCloud-Checksum")!
 
-    func addRoutes(to router: Router<BasicRequestContext>) {
+    func addRoutes(to router: Router<CloudRequestContext>) {
         router.post("assets/upload/:upload") { request, context in try await self.upload(request, context) }
         router.on("assets/upload/:upload", method: .head) { request, context in try await self.offset(request, context) }
         router.get("assets/download/:owner/:checksum/:file") { request, context in try await self.download(request, context) }
     }
 
     /// The upload a signed URL allows, or ACCESS_DENIED.
-    func uploadGrant(_ request: Request, _ context: BasicRequestContext) throws -> (upload: String, owner: String, databaseID: Int64) {
+    func uploadGrant(_ request: Request, _ context: CloudRequestContext) throws -> (upload: String, owner: String, databaseID: Int64) {
         let upload = try context.parameters.require("upload")
         guard let capability = request.uri.queryParameters["c"].map(String.init),
             let grant = self.capabilities.verify(.upload, capability), grant.subject == upload
@@ -88,7 +88,7 @@ struct AssetController: Sendable {
         return (upload, grant.owner, databaseID)
     }
 
-    func offset(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func offset(_ request: Request, _ context: CloudRequestContext) async throws -> Response {
         let grant = try self.uploadGrant(request, context)
         let length = try await self.store.uploadedLength(of: grant.upload)
         return Response(status: .ok, headers: [Self.uploadOffset: String(length)])
@@ -97,7 +97,7 @@ struct AssetController: Sendable {
     /// Streams the body to the store: a raw body, or the file part of a multipart one. Extension for
     /// resumable uploads: `Upload-Offset` says where this body starts, `Upload-Length` the whole size; the upload
     /// completes when the store holds `Upload-Length` bytes (or at the end of a body without it).
-    func upload(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func upload(_ request: Request, _ context: CloudRequestContext) async throws -> Response {
         let grant = try self.uploadGrant(request, context)
         let boundary = request.headers[.contentType].flatMap(MultipartFileStream<RequestBody>.boundary(of:))
         let maxSize = self.configuration.maxAssetBytes
@@ -159,7 +159,7 @@ struct AssetController: Sendable {
             status: .ok, headers: [.contentType: "application/json; charset=UTF-8"], body: .init(byteBuffer: ByteBuffer(bytes: json.bytes)))
     }
 
-    func download(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func download(_ request: Request, _ context: CloudRequestContext) async throws -> Response {
         let owner = try context.parameters.require("owner")
         let checksum = try context.parameters.require("checksum")
         guard let signature = request.uri.queryParameters["s"].map(String.init),

@@ -12,7 +12,7 @@ struct SignInController: Sendable {
     let configuration: ServerConfiguration
     let limiter: RateLimiter
 
-    func addRoutes(to router: Router<BasicRequestContext>) {
+    func addRoutes(to router: Router<CloudRequestContext>) {
         router.get("signin") { request, _ in
             let callback = request.uri.queryParameters["callback"].map(String.init)
             try self.checkCallback(callback)
@@ -35,7 +35,7 @@ struct SignInController: Sendable {
         var wantsJSON = false
     }
 
-    func signIn(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func signIn(_ request: Request, _ context: CloudRequestContext) async throws -> Response {
         var request = request
         let form = try Self.parse(try await request.collectBody(upTo: 64 * 1024), request: request)
         try self.checkCallback(form.callback)

@@ -170,7 +170,7 @@ extension ConsoleController {
 
     /// A dataset folder uploaded from the browser (the files with their paths below the chosen folder), kept on the
     /// server and dry-run like a folder named on the import form. Read whole: at most `maxUploadBytes`.
-    func uploadDataset(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func uploadDataset(_ request: Request, _ context: CloudRequestContext) async throws -> Response {
         guard let (_, session) = try await self.session(of: request, context) else { return Self.toSignIn }
         guard let publicData = self.publicData else { return self.refused("This server has no dataset import.", signIn: false) }
         guard let boundary = request.headers[.contentType].flatMap(MultipartFileStream<RequestBody>.boundary(of:)) else {

@@ -35,7 +35,7 @@ struct ConsoleController: Sendable {
     static let formCookie = "stadiumcloud_console_form"
     static let idleMs: Int64 = 15 * 60_000
 
-    func addRoutes(to router: Router<BasicRequestContext>) {
+    func addRoutes(to router: Router<CloudRequestContext>) {
         self.page(router, "console") { request, session, logger in try await self.overview(session, logger) }
         self.page(router, "console/public") { request, session, logger in try await self.publicRecords(request, session, logger) }
         self.page(router, "console/public/record") { request, session, logger in try await self.publicRecord(request, session, notice: nil, logger) }
@@ -60,7 +60,7 @@ struct ConsoleController: Sendable {
 
     /// A page for signed-in operators (GET).
     func page(
-        _ router: Router<BasicRequestContext>, _ path: String,
+        _ router: Router<CloudRequestContext>, _ path: String,
         _ render: @escaping @Sendable (Request, ConsoleSession, Logger) async throws -> Response
     ) {
         router.get(RouterPath(path)) { request, context in
@@ -70,7 +70,7 @@ struct ConsoleController: Sendable {
 
     /// A form for signed-in operators (POST), checked for the session's form token.
     func form(
-        _ router: Router<BasicRequestContext>, _ path: String, maxBytes: Int = 16 * 1024,
+        _ router: Router<CloudRequestContext>, _ path: String, maxBytes: Int = 16 * 1024,
         _ action: @escaping @Sendable (ConsoleSession, [String: String], Logger) async throws -> Response
     ) {
         router.post(RouterPath(path)) { request, context in
@@ -81,7 +81,7 @@ struct ConsoleController: Sendable {
     // MARK: sessions
 
     /// The live session the request's cookie holds, with the cookie's token.
-    func session(of request: Request, _ context: BasicRequestContext) async throws -> (token: String, session: ConsoleSession)? {
+    func session(of request: Request, _ context: CloudRequestContext) async throws -> (token: String, session: ConsoleSession)? {
         guard let token = request.cookies[Self.sessionCookie]?.value,
             let session = try await self.dependencies.credentials.consoleSession(token: token, idleMs: Self.idleMs, logger: context.logger)
         else { return nil }
@@ -91,7 +91,7 @@ struct ConsoleController: Sendable {
     static let toSignIn = Response(status: .seeOther, headers: [.location: "/console/signin", .cacheControl: "no-store"])
 
     /// Runs `page` for a signed-in operator; anyone else is sent to the sign-in page.
-    func signedIn(_ request: Request, _ context: BasicRequestContext, _ page: (ConsoleSession) async throws -> Response) async throws -> Response {
+    func signedIn(_ request: Request, _ context: CloudRequestContext, _ page: (ConsoleSession) async throws -> Response) async throws -> Response {
         guard let (_, session) = try await self.session(of: request, context) else { return Self.toSignIn }
         return try await page(session)
     }
@@ -116,7 +116,7 @@ struct ConsoleController: Sendable {
         return response
     }
 
-    func signIn(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func signIn(_ request: Request, _ context: CloudRequestContext) async throws -> Response {
         var request = request
         let form = SignInController.formFields(try await request.collectBody(upTo: 16 * 1024))
         guard let formToken = form["formToken"], !formToken.isEmpty, formToken == request.cookies[Self.formCookie]?.value else {
@@ -142,7 +142,7 @@ struct ConsoleController: Sendable {
     /// Runs `action` for a signed-in operator whose form carries the session's form token; a form without it is
     /// refused (403) and changes nothing.
     func posted(
-        _ request: Request, _ context: BasicRequestContext, maxBytes: Int = 16 * 1024,
+        _ request: Request, _ context: CloudRequestContext, maxBytes: Int = 16 * 1024,
         _ action: ((token: String, session: ConsoleSession), [String: String]) async throws -> Response
     ) async throws -> Response {
         var request = request
@@ -152,7 +152,7 @@ struct ConsoleController: Sendable {
         return try await action((token, session), form)
     }
 
-    func signOut(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func signOut(_ request: Request, _ context: CloudRequestContext) async throws -> Response {
         try await self.posted(request, context) { signedIn, _ in
             try await self.dependencies.credentials.endConsoleSession(token: signedIn.token, logger: context.logger)
             var response = Self.toSignIn

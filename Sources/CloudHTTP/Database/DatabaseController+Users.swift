@@ -6,7 +6,7 @@ import NIOCore
 
 /// `users/current` and `users/caller`: who the signed-in person is.
 extension DatabaseController {
-    func currentUser(_ request: Request, _ context: BasicRequestContext, caller isCaller: Bool) async throws -> Response {
+    func currentUser(_ request: Request, _ context: CloudRequestContext, caller isCaller: Bool) async throws -> Response {
         _ = try self.containerAndEnvironment(context)  // any database segment is accepted here (reference §1)
         return try await withDatabaseDeadline(self.configuration.databaseTimeout, clock: self.clock) {
             try await self.user(request, logger: context.logger, caller: isCaller)

@@ -42,7 +42,7 @@ struct DatabaseController: Sendable {
     let recordsWritten = Counter(label: "stadiumcloud_records_written_total")
     let recordsServed = Counter(label: "stadiumcloud_change_records_served_total")
 
-    func addRoutes(to router: Router<BasicRequestContext>, extensions: [ExtensionEndpoint] = []) {
+    func addRoutes(to router: Router<CloudRequestContext>, extensions: [ExtensionEndpoint] = []) {
         let group = router.group("database/1/:container/:environment/:database")
         for endpoint in extensions {
             group.post(RouterPath(endpoint.path)) { request, context in
@@ -98,7 +98,7 @@ struct DatabaseController: Sendable {
     /// A request that `waits` (a long poll) answers without rotating the web auth token: it is held for up to a
     /// minute while the device's other requests rotate it, and its successor would arrive stale (docs/AUTH.md).
     func run(
-        _ request: Request, _ context: BasicRequestContext, writes: PublicWriters? = nil, waits: Bool = false,
+        _ request: Request, _ context: CloudRequestContext, writes: PublicWriters? = nil, waits: Bool = false,
         _ operation: @escaping @Sendable (DatabaseCall) async throws -> WireWriter
     ) async throws -> Response {
         var streaming = request
@@ -125,7 +125,7 @@ struct DatabaseController: Sendable {
         if waits {
             // Held longer than any database deadline: only its database work (here and in `operation`) is under one.
             let call = try await withDatabaseDeadline(self.configuration.databaseTimeout, clock: self.clock, prepare)
-            return try await operation(call).response()
+            return try await endingWhenTheClientLeaves(context) { try await operation(call).response() }
         }
         return try await withDatabaseDeadline(self.configuration.databaseTimeout, clock: self.clock) {
             let call = try await prepare()
@@ -171,7 +171,7 @@ struct DatabaseController: Sendable {
     }
 
     /// The URL's container (one this server serves) and environment.
-    func containerAndEnvironment(_ context: BasicRequestContext) throws -> (container: String, environment: String) {
+    func containerAndEnvironment(_ context: CloudRequestContext) throws -> (container: String, environment: String) {
         let environment = try context.parameters.require("environment")
         guard environment == "development" || environment == "production" else {
             throw CloudError.badRequest("environment must be development or production, not \(environment)")

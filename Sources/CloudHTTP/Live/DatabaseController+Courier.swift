@@ -10,12 +10,12 @@ import NIOCore
 /// frame per answer (`ck.qry`, `ck.fet`, `ck.met`), or an empty 200 when nothing happened in time. The token is a
 /// credential of its own with a lifetime, so polls do not use up the rotating web auth token.
 extension DatabaseController {
-    func addCourierRoutes(to router: Router<BasicRequestContext>) {
+    func addCourierRoutes(to router: Router<CloudRequestContext>) {
         for group in [router.group("device/1/:container/:environment"), router.group("database/1/:container/:environment/:database")] {
             group.post("tokens/create") { request, context in try await self.run(request, context, self.createPushToken) }
             group.post("tokens/register") { request, context in try await self.run(request, context, self.registerPushToken) }
         }
-        router.get("webcourier/aps") { request, context in try await self.courier(request, context) }
+        router.get("webcourier/aps") { request, context in try await endingWhenTheClientLeaves(context) { try await self.courier(request, context) } }
     }
 
     @Sendable func createPushToken(_ call: DatabaseCall) async throws -> WireWriter {
@@ -67,7 +67,7 @@ extension DatabaseController {
 
     /// `GET /webcourier/aps?tok=…[&timeout=seconds]`: the token's next notification, waiting for one up to the
     /// timeout (default `LiveConfiguration.courierWaitSeconds`).
-    @Sendable func courier(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    @Sendable func courier(_ request: Request, _ context: CloudRequestContext) async throws -> Response {
         let query = request.uri.queryParameters
         guard let text = query["tok"].map(String.init), !text.isEmpty else { throw CloudError.badRequest("tok (the push token) is required") }
         let asked = try query["timeout"].map { text in

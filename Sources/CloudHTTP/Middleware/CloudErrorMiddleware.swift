@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import NIOHTTP1
 
 /// Answers every failure in CloudKit's error shape `{uuid, serverErrorCode, reason, retryAfter?, redirectURL?}` and
 /// tags every response with the request id. Unexpected errors are logged and answered as a generic 500.
@@ -17,6 +18,16 @@ struct CloudErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             response = Self.response(for: error, requestID: context.id)
         } catch let error as HTTPError {
             response = Self.response(for: Self.translate(error), requestID: context.id)
+        } catch is CancellationError {
+            // The client went away during a long poll (`endingWhenTheClientLeaves`): nobody reads this answer, and it
+            // is counted as the client's, with nginx's "client closed request".
+            response = Response(status: .init(code: 499, reasonPhrase: "Client Closed Request"))
+        } catch is HTTPParserError {
+            // The client went away (or sent what HTTP cannot parse) mid-request: its doing, not a server failure, so it
+            // is logged and counted as a client's error. An upload cut off this way resumes from what HEAD reports.
+            response = Self.response(
+                for: .badRequest("the request ended before its body did (the connection was closed, or the body is not valid HTTP)"),
+                requestID: context.id)
         } catch is NIOTooManyBytesError {
             response = Self.response(
                 for: .badRequest("the request body is larger than this endpoint accepts; split the request"), requestID: context.id)

@@ -41,11 +41,9 @@ public struct ServerDependencies: Sendable {
 
 /// The router: CloudKit Web Services routes, extension endpoints, `/health`, `/ready` and `/metrics`.
 public func buildRouter(configuration: ServerConfiguration, dependencies: ServerDependencies, extensions: ServerExtensions = ServerExtensions())
-    -> Router<
-        BasicRequestContext
-    >
+    -> Router<CloudRequestContext>
 {
-    let router = Router()
+    let router = Router(context: CloudRequestContext.self)
     let statistics = RequestStatistics(clock: configuration.clock)
     router.add(middleware: RequestLogMiddleware(statistics: statistics))
     router.add(middleware: MetricsMiddleware())
@@ -75,9 +73,16 @@ public func buildRouter(configuration: ServerConfiguration, dependencies: Server
 public func buildApplication(
     configuration: ServerConfiguration, dependencies: ServerDependencies, extensions: ServerExtensions = ServerExtensions(), logger: Logger
 ) -> some ApplicationProtocol {
-    Application(
+    let connections = OpenConnectionCount(maximum: configuration.connections.maximum)
+    let (headTimeout, idleTimeout) = (configuration.connections.headTimeout, configuration.connections.idleTimeout)
+    return Application(
         router: buildRouter(configuration: configuration, dependencies: dependencies, extensions: extensions),
-        server: .http1(configuration: .init(additionalChannelHandlers: [ExpectContinueHandler()])),
+        server: .http1(
+            configuration: .init(
+                additionalChannelHandlers: [
+                    ConnectionGuard(connections: connections, headTimeout: .milliseconds(headTimeout.milliseconds)), ExpectContinueHandler(),
+                ],
+                idleTimeout: .milliseconds(idleTimeout.milliseconds))),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "StadiumCloud"),
         services: [
             dependencies.records.changes,

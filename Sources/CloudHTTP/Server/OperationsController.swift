@@ -1,17 +1,20 @@
+import CloudAssets
 import CloudCore
 import CloudPostgres
 import CloudRuntime
 import Foundation
 import Hummingbird
 import Logging
+import Metrics
 import Prometheus
 
-/// `/health` (the process is up), `/ready` (database reachable, migrations current), `/metrics` (Prometheus) and
+/// `/health` (the process is up), `/ready` (database reachable, migrations current; a full asset store is reported
+/// but keeps the process ready: every process shares the store, and reads go on), `/metrics` (Prometheus) and
 /// `/openapi.yaml` (the API description).
 struct OperationsController: Sendable {
     let dependencies: ServerDependencies
 
-    func addRoutes(to router: Router<BasicRequestContext>) {
+    func addRoutes(to router: Router<CloudRequestContext>) {
         router.get("health") { _, _ in Self.json(["status": "ok"]) }
         router.get("ready") { _, context in
             do {
@@ -24,7 +27,9 @@ struct OperationsController: Sendable {
                     return Self.json(
                         ["status": "migrations pending", "pending": .array(pending.map { .int(Int64($0.version)) })], status: .serviceUnavailable)
                 }
-                return Self.json(["status": "ready"])
+                var answer: [String: JSONValue] = ["status": "ready"]
+                if self.dependencies.assets.isFull { answer["assetStore"] = "full" }
+                return Self.json(.object(answer))
             } catch {
                 context.logger.warning("readiness check failed: \(String(reflecting: error))")
                 var answer: [String: JSONValue] = ["status": "database unavailable"]
@@ -48,7 +53,8 @@ struct OperationsController: Sendable {
             return Response(status: .ok, headers: [.contentType: "application/yaml"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: spec)))
         }
         router.get("metrics") { _, _ in
-            Response(
+            Gauge(label: "stadiumcloud_asset_store_full").record(self.dependencies.assets.isFull ? 1 : 0)
+            return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: self.dependencies.metrics.emitToBuffer())))
         }

@@ -24,6 +24,7 @@ public struct ServerConfiguration: Sendable {
     public var justInTimeSchema = true
     public var auth = AuthConfiguration()
     public var live = LiveConfiguration()
+    public var connections = ConnectionLimits()
     public var rateLimits = RateLimits()
     public var limits = RecordLimits()
     /// Where asset bytes live: a folder (`FileAssetStore`) or `s3://bucket[/prefix]?endpoint=…` (`S3AssetStore`).
@@ -110,6 +111,20 @@ public struct LiveConfiguration: Sendable {
     public var pushTokenLifetimeSeconds = 12 * 3600
     /// Subscriptions per account and database.
     public var maxSubscriptions = 100
+
+    public init() {}
+}
+
+/// What one connection may hold, and how many the process keeps (docs/RELIABILITY.md, "Connections").
+public struct ConnectionLimits: Sendable {
+    /// Open connections; past it a new one is answered 503 TRY_AGAIN_LATER and closed. `serve` lowers it to what the
+    /// open-file limit leaves room for.
+    public var maximum = 10_000
+    /// From connecting to the end of the first request head.
+    public var headTimeout: Duration = .seconds(10)
+    /// Without a byte read while no request is being answered (between keep-alive requests, or a request head or
+    /// body that stalls). A long poll being answered is not idle.
+    public var idleTimeout: Duration = .seconds(75)
 
     public init() {}
 }

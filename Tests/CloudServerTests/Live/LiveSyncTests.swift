@@ -4,6 +4,7 @@ import CloudHTTP
 @testable import CloudPostgres
 import Foundation
 import HTTPTypes
+import HummingbirdTesting
 import Logging
 import PostgresNIO
 import ServiceLifecycle
@@ -122,6 +123,23 @@ import Testing
             try await server.modify([Op.create("wake")])
             #expect(try await one.json["changed"] == true)
             #expect(try await two.json["changed"] == true)
+        }
+    }
+
+    /// A long poll whose client has gone frees its waiter at once, not at its timeout: a device that reconnects is not
+    /// THROTTLED by its own abandoned polls (it was, for up to a minute, with or without nginx).
+    @Test func aWaitWhoseClientLeftEndsAtOnce() async throws {
+        try await TestServer.run(.live, configure: { $0.live.waiters.waitersPerAccount = 1 }) { server in
+            let token = try await server.pull().token
+            let feed = server.dependencies.records.changes.feed
+            let body = JSONWriter.encode(Self.zoneWait(token, timeout: 60))
+            let path = "\(TestServer.base)/private/changes/wait?ckAPIToken=\(server.apiToken)&ckWebAuthToken=\(server.alice.webAuthToken)"
+            let connection = try RawConnection(port: try #require(server.client.port))
+            connection.send("POST \(path) HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            try await Self.waiters(1, on: feed)
+            connection.close()
+            try await eventually("the abandoned wait ends", within: .seconds(5)) { feed.waiting == 0 }
+            #expect(try await server.call("changes/wait", Self.zoneWait(token, timeout: 0), as: server.alice).status == 200)
         }
     }
 
