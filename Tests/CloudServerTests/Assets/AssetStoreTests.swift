@@ -131,3 +131,24 @@ import Testing
         await #expect { try await self.read(store, asset.checksum) } throws: { ($0 as? CloudError)?.code == .notFound }
     }
 }
+
+/// A full disk under the asset folder: the upload is dropped (its partial file is what filled the disk) and answered
+/// TRY_AGAIN_LATER, so no later upload of anyone finds the disk still full of it. `/dev/full` answers every write with
+/// ENOSPC; the `disk-full` fault scenario fills a real small filesystem.
+@Suite struct FullAssetDiskTests {
+    @Test func anUploadThatFindsTheDiskFullIsDroppedAndAnsweredTryAgainLater() async throws {
+        let root = NSTemporaryDirectory() + "stadiumcloud-full-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let store = try FileAssetStore(root: root)
+        try FileManager.default.createSymbolicLink(atPath: root + "/partial/upload1", withDestinationPath: "/dev/full")
+        await #expect(throws: CloudError.assetStoreFull) {
+            _ = try await store.append(AssetStoreTests.chunks(AssetStoreTests.bytes(100_000)), to: "upload1", at: 0, maxSize: 1 << 20)
+        }
+        #expect(!FileManager.default.fileExists(atPath: root + "/partial/upload1"), "the partial upload is dropped")
+        #expect(CloudError.assetStoreFull.code == .tryAgainLater && CloudError.assetStoreFull.retryAfter == 60)
+        // This folder's filesystem has room: the store does not call itself full.
+        #expect(!store.isFull)
+        let stored = try await store.append(AssetStoreTests.chunks(AssetStoreTests.bytes(1_000)), to: "upload2", at: 0, maxSize: 1 << 20)
+        #expect(stored == 1_000)
+    }
+}
