@@ -116,6 +116,7 @@ extension SyncEngine {
                         "zoneID": ["zoneName": .string(zone)], "records": [["recordName": .string(recordName)]],
                     ])
                 try self.store.merge(serverRecords: found["records"]?.arrayValue ?? [], zone: zone)
+                try self.store.renewDownloadURLs(from: found["records"]?.arrayValue ?? [], zone: zone)
             }
         }
     }

@@ -158,6 +158,27 @@ extension LocalStore {
     }
 
     /// Server records looked up after a CONFLICT without `serverRecord`.
+    /// Takes the download URLs of records read again because a URL was refused (expired, or signed before a
+    /// restore): the record itself is often unchanged (same tag), and applying it would keep the old URL. Only an
+    /// asset field holding the same bytes (same checksum) takes the new URL.
+    func renewDownloadURLs(from serverRecords: [JSONValue], zone: String) throws {
+        try self.database.write { db in
+            for json in serverRecords {
+                guard let name = json["recordName"]?.stringValue, var record = try Self.fetchRecord(db, scope: .private, zone: zone, name: name)
+                else { continue }
+                var renewed = false
+                for (field, wire) in json["fields"]?.objectValue ?? [:] {
+                    guard let fresh = FieldValue(stored: wire), fresh.type == .asset, let local = record.fields[field], local.type == .asset,
+                        local.value["fileChecksum"] == fresh.value["fileChecksum"], local != fresh
+                    else { continue }
+                    record.fields[field] = fresh
+                    renewed = true
+                }
+                if renewed { try Self.write(db, record) }
+            }
+        }
+    }
+
     func merge(serverRecords: [JSONValue], zone: String) throws {
         try self.database.write { db in
             for record in serverRecords where record["serverErrorCode"] == nil {

@@ -5,7 +5,7 @@ import CloudPostgres
 import Foundation
 
 struct Accounts: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Manage accounts.", subcommands: [Create.self, Password.self])
+    static let configuration = CommandConfiguration(abstract: "Manage accounts.", subcommands: [Create.self, Password.self, EndSessions.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -48,6 +48,22 @@ struct Accounts: AsyncParsableCommand {
             }
             guard found else { throw ValidationError("no account is named \(self.name)") }
             print(self.remove ? "Password removed." : "Password set.")
+        }
+    }
+
+    struct EndSessions: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "end-sessions",
+            abstract: "End every session of an account: its devices sign in again (after a restore undid a sign-out, say).")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var name: String
+
+        func run() async throws {
+            let ended = try await Live(self.database).run { live, logger in
+                try await live.stores.credentials.endSessions(accountName: self.name, logger: logger)
+            }
+            guard let ended else { throw ValidationError("no account is named \(self.name)") }
+            print("Ended \(ended) session\(ended == 1 ? "" : "s").")
         }
     }
 }

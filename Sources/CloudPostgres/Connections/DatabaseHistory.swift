@@ -85,8 +85,9 @@ public final class DatabaseHistory: Sendable {
                     epoch.acceptsUnmarked = accepts
                 }
             } else {
-                // The first history (no row yet) still honours tokens made before epochs existed.
-                epoch = Epoch(id: Int64.random(in: 1...Int64.max), acceptsUnmarked: old == nil)
+                // The first history (no row yet) still honours tokens made before epochs existed; a fork by hand
+                // never does (it may follow a restore of a backup from before epochs).
+                epoch = Epoch(id: Int64.random(in: 1...Int64.max), acceptsUnmarked: old == nil && reason == nil)
                 try await connection.query(
                     """
                     INSERT INTO history (epoch, fingerprint, accepts_unmarked, started_ms) VALUES (\(epoch.id), \(fingerprint), \(epoch.acceptsUnmarked), \(Timestamp.now))

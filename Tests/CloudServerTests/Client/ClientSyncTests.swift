@@ -504,6 +504,28 @@ import Testing
         }
     }
 
+    /// Regression: a refused download URL (expired, or signed before a restore) was renewed by reading the record
+    /// again, but the record was unchanged (same tag) and the device kept the refused URL: every download failed.
+    @Test func aPhotoWhoseDownloadURLIsRefusedDownloadsWithARenewedOne() async throws {
+        try await Self.run { server, folder in
+            let file = URL(fileURLWithPath: folder + "/photo.jpg")
+            let bytes = Data((0..<50_000).map { (index: Int) -> UInt8 in UInt8(truncatingIfNeeded: index % 253) })
+            try bytes.write(to: file)
+            let phone = try await Self.device(server, folder, "phone")
+            let visit = try phone.addVisit(stadiumID: "stadium_mlb_oracle_park", date: 1_717_243_200_000).recordName
+            try await phone.sync()
+            let photo = try await phone.addPhoto(file, toVisit: visit)
+            try await phone.sync()
+            let tablet = try await Self.device(server, folder, "tablet")
+            try await tablet.sync()
+            // A new history: every URL the tablet holds is refused now; the photo record is unchanged.
+            try await HistoryTests.fork(server)
+            let copy = URL(fileURLWithPath: folder + "/copy.jpg")
+            try await tablet.downloadPhoto(photo.recordName, to: copy)
+            #expect(try Data(contentsOf: copy) == bytes)
+        }
+    }
+
     @Test func aPhotoUploadResumesAfterAnInterruptionAndDownloadsIntact() async throws {
         try await Self.run { server, folder in
             var configuration = SyncConfiguration()

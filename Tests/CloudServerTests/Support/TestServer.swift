@@ -44,6 +44,10 @@ struct TestServer: Sendable {
         configuration.port = 0
         configuration.purgeInterval = .seconds(86_400)
         configuration.containers = ["iCloud.com.sportstime.test"]
+        // The live test client opens its one connection at the start and may leave it unused for minutes while
+        // devices talk to the server through their own: no timeout closes it under a test.
+        configuration.connections.headTimeout = .seconds(3600)
+        configuration.connections.idleTimeout = .seconds(3600)
         configure(&configuration)
         // A test still running after two minutes says where it is, every two minutes: on a busy CI machine that
         // tells a slow test from a stuck one, and which step is stuck.
