@@ -48,19 +48,25 @@ public final class DatabaseHistory: Sendable {
     /// fingerprint is not the one the current epoch began in (or there is none yet).
     func confirm(on connection: PostgresConnection, logger: Logger) async throws {
         do {
-            let rows = try await connection.query(
-                "SELECT (\(unescaped: Self.fingerprint)), h.epoch, h.fingerprint, h.accepts_unmarked FROM (SELECT 1) one LEFT JOIN history h ON true",
-                logger: logger)
-            for try await (fingerprint, epoch, recorded, acceptsUnmarked) in rows.decode((String, Int64?, String?, Bool?).self) {
-                if let epoch, let acceptsUnmarked, recorded == fingerprint {
-                    return self.adopt(Epoch(id: epoch, acceptsUnmarked: acceptsUnmarked), logger: logger)
-                }
-            }
+            let (fingerprint, recorded) = try await Self.read(on: connection, logger: logger)
+            if let recorded, recorded.fingerprint == fingerprint { return self.adopt(recorded.epoch, logger: logger) }
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "42P01" {
             // Not migrated yet (`migrate up` itself, or a server that will refuse to start): no history to serve.
             return
         }
         try await self.begin(reason: nil, on: connection, logger: logger)
+    }
+
+    /// The database's fingerprint now, and the epoch recorded with the fingerprint it began in.
+    private static func read(on connection: PostgresConnection, logger: Logger) async throws -> (String, (epoch: Epoch, fingerprint: String)?) {
+        let rows = try await connection.query(
+            "SELECT (\(unescaped: Self.fingerprint)), h.epoch, h.accepts_unmarked, h.fingerprint FROM (SELECT 1) one LEFT JOIN history h ON true",
+            logger: logger)
+        for try await (fingerprint, epoch, acceptsUnmarked, recorded) in rows.decode((String, Int64?, Bool?, String?).self) {
+            guard let epoch, let acceptsUnmarked, let recorded else { return (fingerprint, nil) }
+            return (fingerprint, (Epoch(id: epoch, acceptsUnmarked: acceptsUnmarked), recorded))
+        }
+        throw CloudError(.internalError, "the history query returned no row")
     }
 
     /// Begins a new epoch unless another process did since (under the table's lock); with a `reason`, whatever the
@@ -69,35 +75,24 @@ public final class DatabaseHistory: Sendable {
         try await connection.query("BEGIN", logger: logger)
         do {
             try await connection.query("LOCK TABLE history IN EXCLUSIVE MODE", logger: logger)
-            var fingerprint = ""
-            var old: (epoch: Int64, fingerprint: String)?
-            for try await (current, epoch, recorded) in try await connection.query(
-                "SELECT (\(unescaped: Self.fingerprint)), h.epoch, h.fingerprint FROM (SELECT 1) one LEFT JOIN history h ON true", logger: logger
-            ).decode((String, Int64?, String?).self) {
-                fingerprint = current
-                if let epoch, let recorded { old = (epoch, recorded) }
-            }
-            var epoch: Epoch
-            if let old, old.fingerprint == fingerprint, reason == nil {
-                // Another process began it first.
-                epoch = Epoch(id: old.epoch, acceptsUnmarked: false)
-                for try await accepts in try await connection.query("SELECT accepts_unmarked FROM history", logger: logger).decode(Bool.self) {
-                    epoch.acceptsUnmarked = accepts
-                }
+            let (fingerprint, recorded) = try await Self.read(on: connection, logger: logger)
+            let epoch: Epoch
+            if let recorded, recorded.fingerprint == fingerprint, reason == nil {
+                epoch = recorded.epoch  // another process began it first
             } else {
                 // The first history (no row yet) still honours tokens made before epochs existed; a fork by hand
                 // never does (it may follow a restore of a backup from before epochs).
-                epoch = Epoch(id: Int64.random(in: 1...Int64.max), acceptsUnmarked: old == nil && reason == nil)
+                epoch = Epoch(id: Int64.random(in: 1...Int64.max), acceptsUnmarked: recorded == nil && reason == nil)
                 try await connection.query(
                     """
                     INSERT INTO history (epoch, fingerprint, accepts_unmarked, started_ms) VALUES (\(epoch.id), \(fingerprint), \(epoch.acceptsUnmarked), \(Timestamp.now))
                     ON CONFLICT (only_row) DO UPDATE SET epoch = excluded.epoch, fingerprint = excluded.fingerprint,
                         accepts_unmarked = excluded.accepts_unmarked, started_ms = excluded.started_ms
                     """, logger: logger)
-                if old != nil {
+                if let recorded {
                     logger.warning(
                         "the database's history forked (\(reason ?? "restored, recovered to a point in time, or a replica promoted")): change tokens, asset URLs and receipts of the previous history are refused from now on; devices fetch again",
-                        metadata: ["epoch": "\(epoch.id)", "fingerprint": "\(fingerprint)", "previous": "\(old!.fingerprint)"])
+                        metadata: ["epoch": "\(epoch.id)", "fingerprint": "\(fingerprint)", "previous": "\(recorded.fingerprint)"])
                 }
             }
             try await connection.query("COMMIT", logger: logger)
