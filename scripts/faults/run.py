@@ -6,8 +6,13 @@
 Scenarios: crash-batch (kill -9 during an atomic records/modify), crash-upload (kill -9 during an asset upload),
 db-outage-1s/30s/120s (PostgreSQL crashed under load and away that long: 503s meanwhile, serving again
 within 2 s of its return), cluster (3 processes behind nginx, one killed, one restarted), sigterm (graceful shutdown drains a request) and load
-(a mixed workload of several accounts). Each prints its figures; any broken promise fails the run. --quick is the
-CI set: every scenario, with a 20-second load. Standard library only.
+(a mixed workload of several accounts); in history.py, the database's history forking under the server:
+restore-new-db (DROP/CREATE DATABASE and pg_restore of an earlier pg_dump), restore-clean (pg_restore --clean over
+the same database) and failover (the primary crashed, a lagging replica promoted on its port while the server runs),
+each on a PostgreSQL and a server of its own; in resources.py, resources running out: disk-full (the asset folder on
+a 40 MB tmpfs), slow-clients (1,200 connections that never finish a request head; --max-connections) and waiters
+(long polls whose clients went away). Each prints its figures; any broken promise fails the run. --quick is the
+CI set: every scenario, with a 20-second load (and shorter loads in slow-clients). Standard library only.
 """
 import argparse
 import hashlib
@@ -24,6 +29,10 @@ import threading
 import time
 import urllib.parse
 import uuid
+
+# history.py and resources.py beside this file import its helpers as `from run import …`: run as a script, this module
+# is `__main__`, and without the alias they would load a second copy (whose Failure the main loop would not catch).
+sys.modules.setdefault("run", sys.modules[__name__])
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONTAINER = "iCloud.com.sportstime.app"
@@ -80,13 +89,16 @@ class Postgres:
 
 
 class Server:
-    """The stadiumcloud binary as a child process on a loopback port."""
+    """The stadiumcloud binary as a child process on a loopback port. A scenario with a server of its own gives it
+    `extra` serve options, its own log file and a first port to try; `limits` runs in the child before exec."""
 
-    def __init__(self, binary, database_url, assets):
+    def __init__(self, binary, database_url, assets, port_from=21080, extra=(), log="server.log", limits=None):
         self.binary, self.database_url, self.assets = binary, database_url, assets
-        self.port = int(sh("free_port 21080"))
+        self.port = int(sh(f"free_port {port_from}"))
         self.process = None
-        self.log = open(os.path.join(ROOT, ".stadiumcloud", "faults", "server.log"), "a")
+        self.extra, self.limits = list(extra), limits
+        self.log_path = os.path.join(ROOT, ".stadiumcloud", "faults", log)
+        self.log = open(self.log_path, "a")
 
     def cli(self, *args, stdin=None):
         return subprocess.run([self.binary, *args], cwd=ROOT, check=True, text=True, capture_output=True, input=stdin,
@@ -95,12 +107,12 @@ class Server:
     def start(self):
         self.process = subprocess.Popen(
             [self.binary, "serve", "--port", str(self.port), "--assets", self.assets, "--migrate",
-             "--account-rate-limit", "1000000", "--token-rate-limit", "1000000", "--database-timeout-seconds", "3"],
-            cwd=ROOT, stdout=self.log, stderr=self.log,
+             "--account-rate-limit", "1000000", "--token-rate-limit", "1000000", "--database-timeout-seconds", "3", *self.extra],
+            cwd=ROOT, stdout=self.log, stderr=self.log, preexec_fn=self.limits,
             env={**os.environ, "STADIUMCLOUD_DATABASE_URL": self.database_url})
         deadline = time.time() + 60
         while time.time() < deadline:
-            expect(self.process.poll() is None, "the server exited while starting (see .stadiumcloud/faults/server.log)")
+            expect(self.process.poll() is None, f"the server exited while starting (see {os.path.relpath(self.log_path, ROOT)})")
             try:
                 if request(self.port, "GET", "/ready")[0] == 200:
                     return
@@ -630,8 +642,8 @@ def load(ctx, seconds):
 
 
 class Context:
-    def __init__(self, server, postgres, api_token):
-        self.server, self.postgres, self.api_token = server, postgres, api_token
+    def __init__(self, server, postgres, api_token, quick=False):
+        self.server, self.postgres, self.api_token, self.quick = server, postgres, api_token, quick
         self.failures, self.lines = [], []
 
     def account(self, name):
@@ -664,10 +676,15 @@ def main():
         server.cli("schema", "apply", "Resources/schema.json")
         api_token = server.cli("tokens", "create", "--label", "faults").strip()
         server.start()
-        ctx = Context(server, postgres, api_token)
+        ctx = Context(server, postgres, api_token, quick=args.quick)
+        import history  # noqa: E402 - beside this file; they use its helpers (as the module `run`)
+        import resources  # noqa: E402
         scenarios = {"crash-batch": crash_batch, "crash-upload": crash_upload,
                      **{f"db-outage-{n}s": (lambda c, n=n: db_outage(c, n)) for n in OUTAGES},
-                     "cluster": cluster, "sigterm": sigterm, "load": lambda c: load(c, load_seconds)}
+                     "cluster": cluster, "sigterm": sigterm, "load": lambda c: load(c, load_seconds),
+                     **history.SCENARIOS, **resources.SCENARIOS}
+        unknown = set(args.only or []) - set(scenarios)
+        expect(not unknown, f"no scenario is called {', '.join(sorted(unknown))}; there are: {', '.join(scenarios)}")
         for name, scenario in scenarios.items():
             if args.only and name not in args.only:
                 continue

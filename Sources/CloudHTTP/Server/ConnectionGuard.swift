@@ -75,7 +75,12 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
         let body = JSONWriter.encode(["serverErrorCode": .string(error.code.rawValue), "reason": .string(error.reason), "retryAfter": .int(1)])
         context.write(self.wrapOutboundOut(.head(response)), promise: nil)
         context.write(self.wrapOutboundOut(.body(context.channel.allocator.buffer(string: body))), promise: nil)
-        context.writeAndFlush(self.wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        // Only the output is closed: closing a socket with the request still unread in it sends a reset, and the client
+        // may lose the answer. The client's own close (or two seconds) closes the rest.
+        context.writeAndFlush(self.wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
+            context.close(mode: .output, promise: nil)
+            context.eventLoop.assumeIsolated().scheduleTask(in: .seconds(2)) { context.close(promise: nil) }
+        }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -86,7 +91,10 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case ChannelEvent.inputClosed = event { self.departure?.succeed() }
+        if case ChannelEvent.inputClosed = event {
+            self.departure?.succeed()
+            if self.refused { return context.close(promise: nil) }
+        }
         context.fireUserInboundEventTriggered(event)
     }
 

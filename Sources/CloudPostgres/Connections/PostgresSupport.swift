@@ -11,8 +11,9 @@ func translatingDatabaseErrors<Result>(_ body: () async throws -> Result) async 
     } catch let error as PSQLError {
         if error.code == .server {
             let state = error.serverInfo?[.sqlState] ?? ""
-            // 40001 serialization, 40P01 deadlock, 57P01-03 shutdown/cannot connect, 53300 too many connections.
-            guard ["40001", "40P01", "57P01", "57P02", "57P03", "53300"].contains(state) else { throw error }
+            // 40001 serialization, 40P01 deadlock, 57P01-03 shutdown/cannot connect, 53300 too many connections,
+            // 25006 a read-only transaction: a standby not yet promoted in a failover.
+            guard ["40001", "40P01", "57P01", "57P02", "57P03", "53300", "25006"].contains(state) else { throw error }
         }
         throw CloudError.databaseUnavailable(retryAfter: 2)
     } catch is ConnectionPoolError {
