@@ -30,6 +30,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "A container to serve (repeatable).") var container = Self.defaults.containers.sorted()
     @Option(help: "The public base URL when a proxy terminates TLS (https://sync.example.com), for the URLs handed out.") var publicURL: String?
     @Option(help: "A URL prefix the sign-in page may send tokens to (repeatable), e.g. sportstime://signin.") var signinCallback: [String] = []
+    @Option(help: "The origin of a web app allowed to call the server from a browser (repeatable), e.g. https://www.example.com.")
+    var webOrigin: [String] = []
     @Option(help: "Seconds SIGTERM waits for in-flight requests and jobs before cancelling them.") var shutdownGraceSeconds = Int(Self.defaults.shutdownGrace.components.seconds)
     @Option(help: "Seconds a request may wait for the database before it is answered 503 TRY_AGAIN_LATER.") var databaseTimeoutSeconds = Int(Self.defaults.databaseTimeout.components.seconds)
     @Option(help: "Requests per second one account may make (bursts of \(Int(Self.accountBurst)) times that).")
@@ -57,6 +59,11 @@ struct Serve: AsyncParsableCommand {
 
     func validate() throws {
         guard (10...20).contains(self.passwordHashCost) else { throw ValidationError("--password-hash-cost must be 10 to 20") }
+        for origin in self.webOrigin {
+            guard let url = URL(string: origin), ["http", "https"].contains(url.scheme ?? ""), url.host != nil, url.path.isEmpty, url.query == nil,
+                url.fragment == nil, url.user == nil
+            else { throw ValidationError("--web-origin \(origin) is not an origin: scheme://host[:port], no path, no trailing slash") }
+        }
         guard self.maxConnections > 0, self.headerTimeoutSeconds > 0, self.idleTimeoutSeconds > 0 else {
             throw ValidationError("--max-connections, --header-timeout-seconds and --idle-timeout-seconds must be positive")
         }
@@ -77,6 +84,7 @@ struct Serve: AsyncParsableCommand {
         configuration.databaseTimeout = .seconds(self.databaseTimeoutSeconds)
         configuration.publicBaseURL = self.publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         configuration.auth.signInCallbackPrefixes = self.signinCallback
+        configuration.webOrigins = Set(self.webOrigin)
         configuration.rateLimits.perAccount = RateLimit(perSecond: self.accountRateLimit, burst: self.accountRateLimit * Self.accountBurst)
         configuration.rateLimits.shared = self.sharedRateLimits
         configuration.rateLimits.perAPIToken = RateLimit(perSecond: self.tokenRateLimit, burst: self.tokenRateLimit * Self.tokenBurst)

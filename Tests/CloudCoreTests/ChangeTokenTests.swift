@@ -5,7 +5,7 @@ import Testing
     let signer = TokenSigner(key: Array(repeating: UInt8(7), count: 32))
 
     @Test func roundTrips() throws {
-        let token = ChangeToken(kind: .zone, databaseID: 12, zoneID: 34, seq: 56_789, horizon: 60_000, epoch: 77)
+        let token = ChangeToken(kind: .zone, databaseID: 12, zoneID: 34, seq: 56_789, horizon: 60_000, epoch: 77, firstFetchHead: 60_100)
         #expect(try ChangeToken.decode(token.encode(with: self.signer), kind: .zone, with: self.signer) == token)
     }
 

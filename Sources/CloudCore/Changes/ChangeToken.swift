@@ -55,14 +55,18 @@ public struct ChangeToken: Sendable, Hashable {
     /// The history of the database the token was issued in (docs/SYNC.md, "Restores and failovers"); 0 for tokens
     /// made before histories had epochs.
     public var epoch: Int64
+    /// For a page of a first fetch (from no token): the head when it began. Tombstones at or below it are of records
+    /// deleted before, which its holder never had; 0 otherwise.
+    public var firstFetchHead: Int64
 
-    public init(kind: Kind, databaseID: Int64, zoneID: Int64 = 0, seq: Int64, horizon: Int64 = 0, epoch: Int64) {
+    public init(kind: Kind, databaseID: Int64, zoneID: Int64 = 0, seq: Int64, horizon: Int64 = 0, epoch: Int64, firstFetchHead: Int64 = 0) {
         self.kind = kind
         self.databaseID = databaseID
         self.zoneID = zoneID
         self.seq = seq
         self.horizon = horizon
         self.epoch = epoch
+        self.firstFetchHead = firstFetchHead
     }
 
     /// Whether a purge since the token was issued may have removed tombstones its holder has not seen: the
@@ -70,13 +74,14 @@ public struct ChangeToken: Sendable, Hashable {
     /// after the purge (say, mid-way through a first fetch from nothing) stays good even below the horizon.
     public func isExpired(purgedSeq: Int64) -> Bool { self.seq < purgedSeq && self.horizon < purgedSeq }
 
-    /// Version 1 tokens (before the horizon) are still read with horizon 0, and versions 1 and 2 (before epochs)
-    /// with epoch 0.
-    private static let version: UInt8 = 3
+    /// Older versions are still read: 1 without the horizon, 2 without the epoch, 3 without the first fetch's head
+    /// (each missing number is 0).
+    private static let version: UInt8 = 4
+    private static let lengths: [Int: UInt8] = [26: 1, 34: 2, 42: 3, 50: 4]
 
     public func encode(with signer: TokenSigner) -> String {
         var payload: [UInt8] = [Self.version, self.kind.rawValue]
-        for number in [self.databaseID, self.zoneID, self.seq, self.horizon, self.epoch] { payload += number.bigEndianBytes }
+        for number in [self.databaseID, self.zoneID, self.seq, self.horizon, self.epoch, self.firstFetchHead] { payload += number.bigEndianBytes }
         return signer.sign(payload)
     }
 
@@ -87,8 +92,7 @@ public struct ChangeToken: Sendable, Hashable {
 
     /// Decodes and verifies a client's token; anything malformed, altered or of the wrong kind is BAD_REQUEST.
     public static func decode(_ text: String, kind: Kind, with signer: TokenSigner) throws -> ChangeToken {
-        guard let payload = signer.verify(text), [26: 1, 34: 2, 42: Self.version][payload.count] == payload[0],
-            let parsedKind = Kind(rawValue: payload[1])
+        guard let payload = signer.verify(text), Self.lengths[payload.count] == payload[0], let parsedKind = Kind(rawValue: payload[1])
         else { throw Self.notValidHere }
         guard parsedKind == kind else {
             throw CloudError.badRequest(
@@ -96,11 +100,13 @@ public struct ChangeToken: Sendable, Hashable {
                     ? "syncToken is a database token; changes/zone and records/changes need a zone token"
                     : "syncToken is a zone token; changes/database needs a database token")
         }
+        /// The `index`th number of the payload, 0 when this version has none.
+        func number(_ index: Int) -> Int64 {
+            let start = 2 + index * 8
+            return payload.count >= start + 8 ? Int64(bigEndianBytes: payload[start..<start + 8]) : 0
+        }
         return ChangeToken(
-            kind: kind, databaseID: Int64(bigEndianBytes: payload[2..<10]),
-            zoneID: Int64(bigEndianBytes: payload[10..<18]), seq: Int64(bigEndianBytes: payload[18..<26]),
-            horizon: payload.count >= 34 ? Int64(bigEndianBytes: payload[26..<34]) : 0,
-            epoch: payload.count == 42 ? Int64(bigEndianBytes: payload[34..<42]) : 0)
+            kind: kind, databaseID: number(0), zoneID: number(1), seq: number(2), horizon: number(3), epoch: number(4), firstFetchHead: number(5))
     }
 }
 

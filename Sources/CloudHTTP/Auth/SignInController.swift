@@ -70,8 +70,22 @@ struct SignInController: Sendable {
                 status: .seeOther, headers: [.location: callback + (callback.contains("?") ? "&" : "?") + encoded, .cacheControl: "no-store"])
         }
         return Self.page(
-            "<h1>Signed in</h1><p>Signed in as \(Self.escape(account.name)). Your web auth token (ckWebAuthToken):</p><pre>\(Self.escape(token))</pre>"
-        )
+            "<h1>Signed in</h1><p>Signed in as \(Self.escape(account.name)). Your web auth token (ckWebAuthToken):</p><pre>\(Self.escape(token))</pre>",
+            script: Self.handBackToOpener(token: token, userRecordName: account.userRecordName, origins: self.configuration.webOrigins))
+    }
+
+    /// CloudKit JS signs a person in from a web app by opening the sign-in page in a popup and waiting for the popup to
+    /// post the session to its opener (`{ckSession}`). The message is posted once per allowed origin, each time with
+    /// that origin as the target: the browser delivers it only when the opener's origin is that one, so a page of any
+    /// other origin that opened the popup receives nothing (never `*`). The page cannot be framed, and is not cached.
+    static func handBackToOpener(token: String, userRecordName: String, origins: Set<String>) -> String? {
+        guard !origins.isEmpty else { return nil }
+        let message = JSONWriter.encode(["ckSession": .string(token), "ckWebAuthToken": .string(token), "userRecordName": .string(userRecordName)])
+        let targets = JSONWriter.encode(.array(origins.sorted().map(JSONValue.string)))
+        // JSON inside a script element: `<` escaped so no text can close the element.
+        return """
+            if (window.opener) { var m = \(message), o = \(targets); for (var i = 0; i < o.length; i++) { try { window.opener.postMessage(m, o[i]); } catch (e) {} } window.close(); }
+            """.replacingOccurrences(of: "<", with: "\\u003c")
     }
 
     /// A callback must start with an operator-approved prefix: otherwise a crafted link could send a person's
@@ -138,18 +152,23 @@ struct SignInController: Sendable {
         """
     }
 
-    static func page(_ content: String) -> Response {
+    /// A page; `script`, when given, runs under a nonce of this answer only (no other script can).
+    static func page(_ content: String, script: String? = nil) -> Response {
+        let nonce = script.map { _ in (0..<16).map { _ in UInt8.random(in: .min ... .max) }.hexString }
+        var body = content
+        if let script, let nonce { body += "<script nonce=\(nonce)>\(script)</script>" }
         let html = """
             <!doctype html><html><head><meta charset=utf-8><meta name=viewport content="width=device-width">
             <title>StadiumCloud</title><style>body{font:16px system-ui;max-width:26em;margin:3em auto}label{display:block;margin:.6em 0}
-            .error{color:#b00}pre{white-space:pre-wrap;word-break:break-all}</style></head><body>\(content)</body></html>
+            .error{color:#b00}pre{white-space:pre-wrap;word-break:break-all}</style></head><body>\(body)</body></html>
             """
         return Response(
             status: .ok,
             headers: [
                 .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
                 // Nobody may frame the page (clickjacking). No form-action: browsers apply it to the callback redirect.
-                .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
+                .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"
+                    + (nonce.map { "; script-src 'nonce-\($0)'" } ?? ""),
             ],
             body: ResponseBody(byteBuffer: ByteBuffer(string: html)))
     }

@@ -82,6 +82,18 @@ extension DatabaseController {
     static func modifyAnswer(_ result: ModifyResult, entryKeys: [[String]?], zone: String, owner: String, into base: WireWriter) -> WireWriter {
         var writer = base
         writer.object { writer in
+            if result.atomicFailed {
+                // CloudKit JS builds its error from the top-level keys only: name the culprit there too.
+                let culprit = result.outcomes.lazy.compactMap { outcome -> (String, CloudError)? in
+                    guard case .failed(let name, let error, _) = outcome, error.code != .atomicError else { return nil }
+                    return (name, error)
+                }.first
+                writer.json.key("serverErrorCode"); writer.json.string(ServerErrorCode.atomicError.rawValue)
+                writer.json.key("reason")
+                writer.json.string(
+                    culprit.map { "record \($0.0) failed with \($0.1.code.rawValue) (\($0.1.reason)); the batch is atomic, so nothing was saved" }
+                        ?? CloudError.atomicFailure.reason)
+            }
             writer.list("records") { writer in
                 for (keys, outcome) in zip(entryKeys, result.outcomes) {
                     switch outcome {

@@ -13,25 +13,33 @@ extension DatabaseController {
         }
     }
 
+    /// The identity as both readers take it: `users/caller` in the archived reference is `{"users": [identity]}`, while
+    /// CloudKit JS hands the whole body to the app as the identity; the caller answer has both. A request signed with
+    /// a server-to-server key is the operator (never 421: fetch implementations repeat a 421 with the same signature,
+    /// and the replay guard refuses the copy).
     func user(_ request: Request, logger: Logger, caller isCaller: Bool) async throws -> Response {
         let caller = try await self.authenticator.caller(for: request, body: ByteBuffer(), logger: logger)
-        guard let account = caller.account else {
+        let identity: (recordName: String, name: String)
+        if let account = caller.account {
+            identity = (account.userRecordName, account.name)
+        } else if let key = caller.serverKeyID {
+            identity = (caller.userRecordName, "operator (server-to-server key \(key))")
+        } else {
             throw self.authenticator.authenticationRequired(
                 request, "users/\(isCaller ? "caller" : "current") needs a signed-in user (ckWebAuthToken)")
         }
         var writer = WireWriter()
         writer.json.object { json in
+            let fields: [String: JSONValue] = [
+                "userRecordName": .string(identity.recordName), "nameComponents": ["givenName": .string(identity.name)],
+                "lookupInfo": ["userRecordName": .string(identity.recordName)],
+            ]
             if isCaller {
-                json.key("users")
-                json.array { json in
-                    json.value([
-                        "userRecordName": .string(account.userRecordName), "nameComponents": ["givenName": .string(account.name)],
-                        "lookupInfo": ["userRecordName": .string(account.userRecordName)],
-                    ])
-                }
+                json.key("users"); json.array { $0.value(.object(fields)) }
+                for (key, value) in fields.sorted(by: { $0.key < $1.key }) { json.key(key); json.value(value) }
             } else {
-                json.key("userRecordName"); json.string(account.userRecordName)
-                json.key("firstName"); json.string(account.name)
+                json.key("userRecordName"); json.string(identity.recordName)
+                json.key("firstName"); json.string(identity.name)
             }
         }
         var response = writer.response()

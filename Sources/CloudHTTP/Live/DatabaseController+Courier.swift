@@ -108,9 +108,10 @@ extension DatabaseController {
     }
 
     /// One notification in the shape CloudKit's web courier delivers (captured by MistKit): `aps` and `ck`, with
-    /// `qry` for a query subscription, `fet` for a zone and `met` for a database subscription.
+    /// `qry` for a query subscription, `fet` for a zone and `met` for a database subscription. `dbs` numbers the
+    /// database as CloudKit JS reads it: 0 public, 1 private.
     static func frame(_ notice: ChangeNotice, container: String, user: String, environment: Int) -> String {
-        let database: Int64 = notice.scope == .public ? 1 : 2
+        let database: Int64 = notice.scope == .public ? 0 : 1
         var body: [String: JSONValue] = ["sid": .string(notice.subscriptionID), "dbs": .int(database)]
         if let zone = notice.zoneName {
             body["zid"] = .string(zone)

@@ -8,6 +8,11 @@ extension DatabaseController {
     /// The caller's account: subscriptions belong to a person, in either database.
     func subscriber(_ call: DatabaseCall) throws -> Account {
         guard let account = call.caller.account else {
+            // Never 421 to a signed request: fetch implementations send it again with the same signature, which the
+            // replay guard then refuses (docs/AUTH.md).
+            if call.caller.serverKeyID != nil {
+                throw CloudError.accessDenied("subscriptions belong to a person; a server-to-server key acts for the operator")
+            }
             throw CloudError(.authenticationRequired, "subscriptions belong to a signed-in user (ckWebAuthToken)")
         }
         return account

@@ -47,6 +47,7 @@ public func buildRouter(configuration: ServerConfiguration, dependencies: Server
     let statistics = RequestStatistics(clock: configuration.clock)
     router.add(middleware: RequestLogMiddleware(statistics: statistics))
     router.add(middleware: MetricsMiddleware())
+    if !configuration.webOrigins.isEmpty { router.add(middleware: CORSMiddleware(origins: configuration.webOrigins)) }
     router.add(middleware: CompressionMiddleware())
     router.add(middleware: CloudErrorMiddleware())
     OperationsController(dependencies: dependencies).addRoutes(to: router)

@@ -25,6 +25,9 @@ public struct ServerConfiguration: Sendable {
     public var auth = AuthConfiguration()
     public var live = LiveConfiguration()
     public var connections = ConnectionLimits()
+    /// Origins of web apps that may call the server from a browser (CORS, and the sign-in popup's message): exact
+    /// `scheme://host[:port]`; none by default (docs/AUTH.md, "Web apps").
+    public var webOrigins: Set<String> = []
     public var rateLimits = RateLimits()
     public var limits = RecordLimits()
     /// Where asset bytes live: a folder (`FileAssetStore`) or `s3://bucket[/prefix]?endpoint=…` (`S3AssetStore`).

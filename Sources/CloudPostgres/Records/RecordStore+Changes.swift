@@ -32,7 +32,12 @@ extension RecordStore {
             var builder = SQLBuilder()
             let columns = Self.recordColumns(&builder, desiredKeys: desiredKeys)
             var filter = "r.change_seq > \(builder.bind(token?.seq ?? 0))"
-            if token == nil { filter += " AND NOT r.deleted" }
+            // A first fetch skips tombstones: of records deleted before it began, which the client never had.
+            if let token, token.firstFetchHead > 0 {
+                filter += " AND (NOT r.deleted OR r.change_seq > \(builder.bind(token.firstFetchHead)))"
+            } else if token == nil {
+                filter += " AND NOT r.deleted"
+            }
             if let recordTypes { filter += " AND r.record_type = ANY(\(builder.bind(recordTypes))::text[])" }
             builder.append(
                 """
@@ -67,7 +72,9 @@ extension RecordStore {
             if moreComing { records.removeLast() }
             // The last page ends at the head: the token advances even when this zone had no changes.
             let position = moreComing ? records.last!.changeSeq : zone.head
-            let next = self.token(.zone, in: database, zoneID: zone.id, seq: position, horizon: zone.purged)
+            // The pages after a first one are still the first fetch: they skip what was deleted before it began.
+            let firstFetchHead = moreComing ? (token.map(\.firstFetchHead) ?? zone.head) : 0
+            let next = self.token(.zone, in: database, zoneID: zone.id, seq: position, horizon: zone.purged, firstFetchHead: firstFetchHead)
             return ZoneChanges(records: records, syncToken: next, moreComing: moreComing)
         }
     }
@@ -99,9 +106,13 @@ extension RecordStore {
     }
 
     /// A token for a position in `database`, signed in the current history.
-    func token(_ kind: ChangeToken.Kind, in database: DatabaseRef, zoneID: Int64 = 0, seq: Int64, horizon: Int64 = 0) -> String {
-        ChangeToken(kind: kind, databaseID: database.id, zoneID: zoneID, seq: seq, horizon: horizon, epoch: self.client.history.epoch?.id ?? 0)
-            .encode(with: self.signer)
+    func token(
+        _ kind: ChangeToken.Kind, in database: DatabaseRef, zoneID: Int64 = 0, seq: Int64, horizon: Int64 = 0, firstFetchHead: Int64 = 0
+    ) -> String {
+        ChangeToken(
+            kind: kind, databaseID: database.id, zoneID: zoneID, seq: seq, horizon: horizon, epoch: self.client.history.epoch?.id ?? 0,
+            firstFetchHead: firstFetchHead
+        ).encode(with: self.signer)
     }
 
     /// A token of another zone: expired when it is of a deleted zone of the same name (the client starts over),

@@ -27,6 +27,24 @@ import Testing
         }
     }
 
+    /// Regression: the pages after a first one carried tombstones of records deleted before the fetch began (CloudKit
+    /// JS paging a large first sync got them all). A deletion made during the fetch still arrives.
+    @Test func aFirstFetchSkipsTombstonesOnEveryPageButKeepsDeletionsMadeDuringIt() async throws {
+        try await TestServer.run { server in
+            try await server.modify((0..<6).map { Op.create("r\($0)") })
+            try await server.modify([Op.typed("forceDelete", "r4"), Op.typed("forceDelete", "r5")])
+            let entry: [String: JSONValue] = ["zoneID": ["zoneName": "_defaultZone"], "resultsLimit": 2]
+            let first = try #require(try await server.call("changes/zone", ["zones": [.object(entry)]], as: server.alice).json["zones"]?[0])
+            #expect(first["records"]?.arrayValue?.map { $0["recordName"] } == ["r0", "r1"])
+            // Deleted after the fetch began: the client may have it (r0 it has), so its tombstone comes.
+            try await server.modify([Op.typed("forceDelete", "r0")])
+            let rest = try await server.pull(from: try #require(first["syncToken"]?.stringValue), limit: 2)
+            #expect(rest.records.map { $0["recordName"] } == ["r2", "r3", "r0"], "\(rest.records)")
+            #expect(rest.records.last?["deleted"] == true)
+            #expect(try await server.pull(from: rest.token).records.isEmpty)
+        }
+    }
+
     @Test func legacyRecordsChangesEndpointPages() async throws {
         try await TestServer.run { server in
             try await server.modify((0..<5).map { Op.create("r\($0)") })

@@ -127,6 +127,9 @@ import Testing
             #expect(atomic.status == 400)
             WireShape.expectItemError(atomic.records[0], "ATOMIC_ERROR", name: "u")
             WireShape.expectItemError(atomic.records[1], "EXISTS", name: "t")
+            // CloudKit JS reads only the top level: the reason names the culprit there.
+            #expect(atomic.errorCode == "ATOMIC_ERROR")
+            #expect(atomic.json["reason"]?.stringValue?.hasPrefix("record t failed with EXISTS") == true, "\(atomic.json)")
         }
     }
 
@@ -281,6 +284,22 @@ import Testing
         }
     }
 
+    /// CloudKit JS signs in an operator with a server-to-server key by calling `users/caller` signed. A 421 there was
+    /// sent again by every fetch implementation with the same signature, and the replay guard refused the copy: a signed
+    /// request is never answered 421.
+    @Test func aSignedRequestIsTheOperatorAndNeverAskedToSignIn() async throws {
+        try await TestServer.run { server in
+            for path in ["users/caller", "users/current"] {
+                let reply = try await server.call(path, database: "public", signed: true)
+                #expect(reply.status == 200, "\(path): \(reply.json)")
+                #expect(reply.json["userRecordName"] == "_operator", "\(path)")
+            }
+            let subscriptions = try await server.call("subscriptions/list", database: "public", signed: true)
+            WireShape.expectError(subscriptions, "ACCESS_DENIED")
+            #expect(subscriptions.status == 403)
+        }
+    }
+
     @Test func usersUnderEveryDatabaseAndAuthenticationErrors() async throws {
         try await TestServer.run { server in
             for database in ["private", "public", "shared"] {
@@ -288,6 +307,8 @@ import Testing
                 #expect(current.json["userRecordName"]?.stringValue == server.alice.account.userRecordName, "\(database)")
                 let caller = try await server.call("users/caller", database: database, as: server.alice)
                 #expect(caller.json["users"]?[0]?["userRecordName"]?.stringValue == server.alice.account.userRecordName, "\(database)")
+                // CloudKit JS takes the whole body as the identity.
+                #expect(caller.json["userRecordName"]?.stringValue == server.alice.account.userRecordName, "\(database)")
             }
             // The rotated token comes back in the header CloudKit JS reads; `ckSession` is the older name of the parameter.
             let rotated = try await server.call("zones/list", as: server.alice)

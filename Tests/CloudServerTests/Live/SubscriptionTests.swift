@@ -186,7 +186,7 @@ import Testing
             #expect(query["rid"] == "v1")
             #expect(query["fo"] == 1)
             #expect(query["zid"] == "_defaultZone")
-            #expect(query["dbs"] == 2)
+            #expect(query["dbs"] == 1, "CloudKit JS reads 0 as the public database, 1 as the private one")
             #expect(frames.contains { $0["ck"]?["fet"]?["sid"] == "zone" && $0["ck"]?["fet"]?["zid"] == "_defaultZone" })
             #expect(frames.contains { $0["ck"]?["met"]?["sid"] == "db" })
 

@@ -94,8 +94,12 @@ struct TestServer: Sendable {
 
         var errorCode: String? { self.json["serverErrorCode"]?.stringValue }
         var records: [JSONValue] { self.json["records"]?.arrayValue ?? [] }
-        /// The request's error, else its first per-record one (a malformed operation fails alone, in a 200 answer).
-        var anyError: JSONValue? { self.errorCode != nil ? self.json : self.records.first { $0["serverErrorCode"] != nil } }
+        /// The culprit of a failed atomic batch, else the request's error, else its first per-record one (a malformed
+        /// operation fails alone, in a 200 answer).
+        var anyError: JSONValue? {
+            if let culprit = self.records.first(where: { $0["serverErrorCode"] != nil && $0["serverErrorCode"] != "ATOMIC_ERROR" }) { return culprit }
+            return self.errorCode != nil ? self.json : self.records.first { $0["serverErrorCode"] != nil }
+        }
         var anyErrorCode: String? { self.anyError?["serverErrorCode"]?.stringValue }
     }
 
