@@ -80,12 +80,13 @@ struct SignInController: Sendable {
     /// other origin that opened the popup receives nothing (never `*`). The page cannot be framed, and is not cached.
     static func handBackToOpener(token: String, userRecordName: String, origins: Set<String>) -> String? {
         guard !origins.isEmpty else { return nil }
-        let message = JSONWriter.encode(["ckSession": .string(token), "ckWebAuthToken": .string(token), "userRecordName": .string(userRecordName)])
-        let targets = JSONWriter.encode(.array(origins.sorted().map(JSONValue.string)))
-        // JSON inside a script element: `<` escaped so no text can close the element.
+        // JSON inside a script element, with `<` escaped inside its strings so no text can close the element.
+        func literal(_ value: JSONValue) -> String { JSONWriter.encode(value).replacingOccurrences(of: "<", with: "\\u003c") }
+        let message = literal(["ckSession": .string(token), "ckWebAuthToken": .string(token), "userRecordName": .string(userRecordName)])
+        let targets = literal(.array(origins.sorted().map(JSONValue.string)))
         return """
-            if (window.opener) { var m = \(message), o = \(targets); for (var i = 0; i < o.length; i++) { try { window.opener.postMessage(m, o[i]); } catch (e) {} } window.close(); }
-            """.replacingOccurrences(of: "<", with: "\\u003c")
+            if (window.opener) { var m = \(message); \(targets).forEach(function (o) { try { window.opener.postMessage(m, o); } catch (e) {} }); window.close(); }
+            """
     }
 
     /// A callback must start with an operator-approved prefix: otherwise a crafted link could send a person's

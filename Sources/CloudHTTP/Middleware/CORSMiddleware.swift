@@ -13,7 +13,12 @@ struct CORSMiddleware<Context: RequestContext>: RouterMiddleware {
     static var exposed: String { "X-Apple-CloudKit-Web-Auth-Token, X-Apple-Request-UUID, Retry-After, Upload-Offset" }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let origin = request.headers[.origin], self.origins.contains(origin) else { return try await next(request, context) }
+        guard let origin = request.headers[.origin], self.origins.contains(origin) else {
+            // The answer depends on the origin: a shared cache must not give this one (without CORS) to an allowed page.
+            var response = try await next(request, context)
+            response.headers.append(HTTPField(name: .vary, value: "Origin"))
+            return response
+        }
         if request.method == .options, request.headers[.accessControlRequestMethod] != nil {
             var headers: HTTPFields = [
                 .accessControlAllowOrigin: origin, .vary: "Origin", .accessControlAllowMethods: "GET, POST, HEAD",
@@ -25,7 +30,7 @@ struct CORSMiddleware<Context: RequestContext>: RouterMiddleware {
         }
         var response = try await next(request, context)
         response.headers[.accessControlAllowOrigin] = origin
-        response.headers[.vary] = "Origin"
+        response.headers.append(HTTPField(name: .vary, value: "Origin"))  // beside compression's Accept-Encoding
         response.headers[.accessControlExposeHeaders] = Self.exposed
         return response
     }

@@ -133,13 +133,15 @@ extension RecordStore {
         var token: ChangeToken?
         if let syncToken, !syncToken.isEmpty { token = try self.readToken(syncToken, kind: .database, in: database) }
         let since = token?.seq
+        // A first fetch (no token, or a page of one) skips zones deleted before it began, as a zone's first fetch does.
+        let deletedAfter: Int64? = token.map { $0.firstFetchHead > 0 ? $0.firstFetchHead : -1 }
         return try await self.client.reading { connection in
             let rows = try await connection.query(
                 """
                 SELECT d.change_seq, d.purged_seq, z.zone_name, z.change_seq, z.deleted FROM databases d
                 LEFT JOIN LATERAL (
                     SELECT zone_name, change_seq, deleted FROM zones
-                    WHERE database_id = d.id AND change_seq > \(since ?? -1) AND (\(since != nil) OR NOT deleted)
+                    WHERE database_id = d.id AND change_seq > \(since ?? -1) AND (NOT deleted OR change_seq > \(deletedAfter ?? Int64.max))
                     ORDER BY change_seq LIMIT \(limit + 1)) z ON true
                 WHERE d.id = \(database.id)
                 """, logger: logger)
@@ -156,7 +158,9 @@ extension RecordStore {
             let moreComing = zones.count > limit
             if moreComing { zones.removeLast() }
             let position = moreComing ? zones.last!.1 : head
-            return DatabaseChanges(zones: zones.map(\.0), syncToken: self.token(.database, in: database, seq: position, horizon: purged), moreComing: moreComing)
+            let firstFetchHead = moreComing ? (token.map(\.firstFetchHead) ?? head) : 0
+            let next = self.token(.database, in: database, seq: position, horizon: purged, firstFetchHead: firstFetchHead)
+            return DatabaseChanges(zones: zones.map(\.0), syncToken: next, moreComing: moreComing)
         }
     }
 

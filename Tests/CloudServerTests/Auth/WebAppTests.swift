@@ -23,7 +23,7 @@ import Testing
             #expect(preflight.headers[.accessControlAllowOrigin] == Self.app)
             #expect(preflight.headers[.accessControlAllowMethods]?.contains("POST") == true)
             #expect(preflight.headers[.accessControlAllowHeaders] == "content-type")
-            #expect(preflight.headers[.vary] == "Origin")
+            #expect(preflight.headers[values: .vary].contains("Origin"))
 
             let answer = try await server.client.execute(
                 uri: "\(TestServer.base)/private/zones/list?ckAPIToken=\(server.apiToken)&ckWebAuthToken=\(server.alice.webAuthToken)", method: .get,
@@ -31,6 +31,16 @@ import Testing
             #expect(answer.status == .ok)
             #expect(answer.headers[.accessControlAllowOrigin] == Self.app)
             #expect(answer.headers[.accessControlExposeHeaders]?.contains("X-Apple-CloudKit-Web-Auth-Token") == true)
+            // A compressed answer keeps compression's Vary beside the origin's.
+            try await server.modify(
+                (0..<30).map { Op.create("s\($0)", type: "Stadium", ["name": .string(String(repeating: "x", count: 100))]) }, database: "public",
+                signed: true)
+            let gzipped = try await server.client.execute(
+                uri: "\(TestServer.base)/public/records/query?ckAPIToken=\(server.apiToken)", method: .post,
+                headers: [.origin: Self.app, .acceptEncoding: "gzip", .contentType: "text/plain"],
+                body: ByteBuffer(string: #"{"query":{"recordType":"Stadium"}}"#)) { $0 }
+            #expect(gzipped.headers[.contentEncoding] == "gzip")
+            #expect(Set(gzipped.headers[values: .vary]).isSuperset(of: ["Origin", "Accept-Encoding"]), "\(gzipped.headers)")
             // Errors carry it too, or a page could not read why it failed.
             let error = try await server.client.execute(uri: "\(TestServer.base)/private/zones/list", method: .get, headers: [.origin: Self.app]) { $0 }
             #expect(error.status.code == 401 && error.headers[.accessControlAllowOrigin] == Self.app)
@@ -66,7 +76,10 @@ import Testing
             let policy = try #require(page.headers[.contentSecurityPolicy])
             let nonce = try #require(policy.split(separator: "'nonce-").last?.split(separator: "'").first)
             #expect(html.contains("<script nonce=\(nonce)>"))
-            #expect(html.contains("postMessage(m, o[i])") && html.contains("\"\(Self.app)\""))
+            #expect(html.contains("postMessage(m, o)") && html.contains("\"\(Self.app)\""))
+            // Outside its JSON strings the script keeps its own characters (an escaped `<` there broke it in Chromium).
+            let script = try #require(html.split(separator: "<script nonce=\(nonce)>").last?.split(separator: "</script>").first)
+            #expect(!script.contains("\\u003c"), "\(script)")
             #expect(!html.contains("\"*\""))
             #expect(policy.contains("frame-ancestors 'none'"))
         }
