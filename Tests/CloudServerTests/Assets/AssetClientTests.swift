@@ -7,8 +7,15 @@ import Testing
 
 /// The asset flow with real clients against a listening server: curl sends `Expect: 100-continue` on large bodies.
 @Suite(.serialized) struct AssetClientTests {
-    /// Runs curl verbosely; returns its standard output and its trace (standard error).
-    static func curl(_ arguments: [String]) throws -> (output: String, trace: String) {
+    /// Runs curl verbosely; returns its standard output and its trace (standard error). It waits for curl on a thread
+    /// of its own: blocking one of Swift's cooperative threads (two here) starved the server in this process.
+    static func curl(_ arguments: [String]) async throws -> (output: String, trace: String) {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try Self.blockingCurl(arguments) }) }
+        }
+    }
+
+    static func blockingCurl(_ arguments: [String]) throws -> (output: String, trace: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["curl", "-sv", "--max-time", "60"] + arguments
@@ -44,7 +51,7 @@ import Testing
             try handle.close()
 
             let before = Self.peakRSSKiB()
-            let (output, trace) = try Self.curl([
+            let (output, trace) = try await Self.curl([
                 "-T", file, "-X", "POST", "-w", "\n%{http_code}", "-H", "Content-Type: application/octet-stream", local,
             ])
             #expect(trace.contains("Expect: 100-continue"))

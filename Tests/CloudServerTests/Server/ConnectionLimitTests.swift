@@ -18,7 +18,7 @@ import Testing
             while held.count < 4 {
                 let connection = try RawConnection(port: port)
                 held.append(connection)
-                answer = connection.get("/health")
+                answer = await connection.get("/health")
                 if !answer.hasPrefix("HTTP/1.1 200") { break }
             }
             #expect(answer.hasPrefix("HTTP/1.1 503"), "\(answer)")
@@ -32,7 +32,7 @@ import Testing
                 let next = try RawConnection(port: port)
                 defer { next.close() }
                 next.send("GET /health HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
-                return next.receiveUntilClosed().hasPrefix("HTTP/1.1 200")
+                return await next.receiveUntilClosed().hasPrefix("HTTP/1.1 200")
             }
         }
     }

@@ -4,7 +4,9 @@ import Foundation
 #endif
 
 /// A TCP connection to a test server on 127.0.0.1 that sends exactly what it is given and closes when told: a client
-/// that goes away mid-request, or never finishes one, as no HTTP client library lets a test do.
+/// that goes away mid-request, or never finishes one, as no HTTP client library lets a test do. Its reads block, so
+/// they run on a thread of their own: on Swift's cooperative threads (two on a 2-core machine) two blocked reads left
+/// the server in the same process no thread to answer them on, and every live test stalled.
 struct RawConnection {
     let descriptor: Int32
 
@@ -36,7 +38,11 @@ struct RawConnection {
 
 extension RawConnection {
     /// Everything the server sends until it closes the connection (or `limit` bytes).
-    func receiveUntilClosed(limit: Int = 65_536) -> String {
+    func receiveUntilClosed(limit: Int = 65_536) async -> String {
+        await Self.offTheCooperativePool { self.blockingReceiveUntilClosed(limit: limit) }
+    }
+
+    private func blockingReceiveUntilClosed(limit: Int) -> String {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while received.count < limit {
@@ -51,8 +57,12 @@ extension RawConnection {
 extension RawConnection {
     /// Sends `GET path` on a kept-alive connection and reads one answer (its head, and its body by Content-Length or
     /// to the last chunk, or to the close).
-    func get(_ path: String) -> String {
+    func get(_ path: String) async -> String {
         self.send("GET \(path) HTTP/1.1\r\nHost: test\r\n\r\n")
+        return await Self.offTheCooperativePool { self.blockingReadAnswer() }
+    }
+
+    private func blockingReadAnswer() -> String {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
@@ -70,6 +80,14 @@ extension RawConnection {
             let count = buffer.withUnsafeMutableBytes { recv(self.descriptor, $0.baseAddress, $0.count, 0) }
             guard count > 0 else { return text }
             received += buffer[0..<count]
+        }
+    }
+}
+
+extension RawConnection {
+    static func offTheCooperativePool<Result: Sendable>(_ body: @escaping @Sendable () -> Result) async -> Result {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: body()) }
         }
     }
 }
