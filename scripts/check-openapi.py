@@ -49,6 +49,7 @@ ROUTES = (
         ("post", "/assets/upload/{upload}"),
         ("head", "/assets/upload/{upload}"),
         ("get", "/assets/download/{owner}/{checksum}/{file}"),
+        ("head", "/assets/download/{owner}/{checksum}/{file}"),
         ("get", "/health"),
         ("get", "/ready"),
         ("get", "/metrics"),

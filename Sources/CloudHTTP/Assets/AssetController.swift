@@ -73,6 +73,11 @@ struct AssetController: Sendable {
         router.post("assets/upload/:upload") { request, context in try await self.upload(request, context) }
         router.on("assets/upload/:upload", method: .head) { request, context in try await self.offset(request, context) }
         router.get("assets/download/:owner/:checksum/:file") { request, context in try await self.download(request, context) }
+        // The same answer without its bytes: clients and proxies ask for the size and the ETag.
+        router.on("assets/download/:owner/:checksum/:file", method: .head) { request, context in
+            let answer = try await self.download(request, context)
+            return Response(status: answer.status, headers: answer.headers)
+        }
     }
 
     /// The upload a signed URL allows, or ACCESS_DENIED.

@@ -17,6 +17,7 @@ import Testing
         "post assets/upload", "post assets/rereference", "get users/current", "get users/caller",
         "post canonical/resolve", "post canonical/nearby", "post canonical/games", "post canonical/gameDates", "post canonical/match",
         "post /assets/upload/{upload}", "head /assets/upload/{upload}", "get /assets/download/{owner}/{checksum}/{file}",
+        "head /assets/download/{owner}/{checksum}/{file}",
         "get /signin", "post /signin", "post /signout", "get /health", "get /ready", "get /metrics", "get /openapi.yaml",
         "post changes/wait", "get subscriptions/list", "post subscriptions/list", "post subscriptions/lookup", "post subscriptions/modify",
         "post tokens/create", "post tokens/register", "post /device/1/{container}/{environment}/tokens/create",
@@ -275,6 +276,12 @@ import Testing
             #expect(downloadURL.contains("${f}"), "CloudKit's download URLs carry a ${f} placeholder")
             let download = try await server.send(downloadURL.replacingOccurrences(of: "${f}", with: "photo.jpg"), method: .get)
             #expect(Array(download.body.readableBytesView) == bytes)
+            // HEAD: the size and the ETag, no bytes (it answered 404).
+            let head = try await server.send(downloadURL.replacingOccurrences(of: "${f}", with: "photo.jpg"), method: .head)
+            #expect(head.status == .ok)
+            #expect(head.headers[.contentLength] == String(bytes.count))
+            #expect(head.headers[.eTag] == download.headers[.eTag] && head.headers[.eTag] != nil)
+            #expect(head.body.readableBytes == 0)
 
             let receipts = try await server.call(
                 "assets/rereference", ["assets": [["recordName": "p", "fieldName": "photo"], ["recordName": "p"]]], as: server.alice)
