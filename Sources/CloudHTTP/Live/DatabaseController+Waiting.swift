@@ -38,7 +38,7 @@ extension DatabaseController {
         var writer = WireWriter()
         writer.object { writer in
             writer.json.key("changed"); writer.json.bool(!changed.own.isEmpty || !changed.public.isEmpty)
-            if case .zones = position { writer.zoneIDs("zones", changed.own, owner: call.database.ownerRecordName) }
+            writer.zoneIDs("zones", changed.own, owner: call.database.ownerRecordName)
             if publicPosition != nil { writer.zoneIDs("publicZones", changed.public, owner: "_defaultOwner") }
         }
         return writer

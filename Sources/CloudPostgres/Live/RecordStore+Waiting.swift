@@ -10,20 +10,24 @@ public enum WaitPosition: Sendable {
 }
 
 extension RecordStore {
-    /// What changed after `position`, in one statement: for a database token `["*"]` if anything did, for zone
-    /// tokens the names of the zones with changes after their token (or deleted, or re-created, or without a
+    /// What changed after `position`, in one statement: for a database token the names of the zones changed after it
+    /// (at most a page's worth), for zone tokens the names of the zones with changes after their token (or deleted, or re-created, or without a
     /// token: the client's fetch then says what happened). Empty when nothing did. Tokens are checked as the
     /// fetches check them, so a token another fetch would refuse is refused here too.
     public func pendingChanges(after position: WaitPosition, in database: DatabaseRef, logger: Logger) async throws -> [String] {
         switch position {
         case .database(let syncToken):
-            // A token of another history, or ahead of the head (the database was rolled back), is news: the fetch
-            // that follows answers CHANGE_TOKEN_EXPIRED.
-            guard let syncToken, !syncToken.isEmpty, let token = try self.waitToken(syncToken, kind: .database, in: database) else { return ["*"] }
-            for try await head in try await self.client.query(
-                "SELECT change_seq FROM databases WHERE id = \(database.id)", logger: logger
-            ).decode(Int64.self) { return head != token.seq ? ["*"] : [] }
-            return ["*"]
+            // The zones changed after the token, live or deleted. Without a token, or with one of another history or
+            // ahead of the head (the database was rolled back), every live zone: the fetch that follows says more.
+            let token = try syncToken.flatMap { $0.isEmpty ? nil : try self.waitToken($0, kind: .database, in: database) }
+            let rows = try await self.client.query(
+                """
+                SELECT z.zone_name FROM databases d JOIN zones z ON z.database_id = d.id
+                WHERE d.id = \(database.id) AND (CASE WHEN \(token?.seq ?? -1) >= 0 AND \(token?.seq ?? -1) <= d.change_seq
+                    THEN z.change_seq > \(token?.seq ?? -1) ELSE NOT z.deleted END)
+                ORDER BY z.change_seq LIMIT \(self.limits.maxResultsLimit)
+                """, logger: logger)
+            return try await rows.decode(String.self).all()
         case .zones(let zones):
             let tokens = try zones.map { zone in try zone.syncToken.flatMap { try self.waitToken($0, kind: .zone, in: database) } }
             var live: [String: (id: Int64, changeSeq: Int64, head: Int64)] = [:]
