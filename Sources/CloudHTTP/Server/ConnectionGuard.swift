@@ -10,14 +10,12 @@ import Synchronization
 /// The server's open connections, and how many it keeps at most (docs/RELIABILITY.md, "Connections"). Every
 /// connection holds a file descriptor and some memory whatever it sends; without a bound, a client opening a thousand
 /// and sending nothing took the process's last descriptors, and PostgreSQL connections and asset files with them.
-public final class OpenConnectionCount: Sendable {
+final class OpenConnectionCount: Sendable {
     let maximum: Int
     private let open = Atomic<Int>(0)
     private let gauge = Gauge(label: "stadiumcloud_open_connections")
 
-    public init(maximum: Int) { self.maximum = maximum }
-
-    public var count: Int { self.open.load(ordering: .relaxed) }
+    init(maximum: Int) { self.maximum = maximum }
 
     /// Counts a new connection; false when it is one too many.
     func admit() -> Bool {

@@ -19,12 +19,11 @@ extension RecordStore {
         case .database(let syncToken):
             // The zones changed after the token, live or deleted. Without a token, or with one of another history or
             // ahead of the head (the database was rolled back), every live zone: the fetch that follows says more.
-            let token = try syncToken.flatMap { $0.isEmpty ? nil : try self.waitToken($0, kind: .database, in: database) }
+            let since = try syncToken.flatMap { try self.waitToken($0, kind: .database, in: database) }?.seq ?? -1
             let rows = try await self.client.query(
                 """
                 SELECT z.zone_name FROM databases d JOIN zones z ON z.database_id = d.id
-                WHERE d.id = \(database.id) AND (CASE WHEN \(token?.seq ?? -1) >= 0 AND \(token?.seq ?? -1) <= d.change_seq
-                    THEN z.change_seq > \(token?.seq ?? -1) ELSE NOT z.deleted END)
+                WHERE d.id = \(database.id) AND (CASE WHEN \(since) BETWEEN 0 AND d.change_seq THEN z.change_seq > \(since) ELSE NOT z.deleted END)
                 ORDER BY z.change_seq LIMIT \(self.limits.maxResultsLimit)
                 """, logger: logger)
             return try await rows.decode(String.self).all()
