@@ -101,10 +101,29 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        /// The score feeds: provider adapters (ESPN, MLB Stats API, NHL web API, NBA CDN), matching to canonical games,
+        /// and the poller that writes live states into the season zones (docs/FEEDS.md).
+        .target(
+            name: "Feeds",
+            dependencies: [
+                "Canon",
+                "CloudCore",
+                "CloudPostgres",
+                "CloudRuntime",
+                "SportsDomain",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "stadiumcloud",
             dependencies: [
                 "Canon",
+                "Feeds",
                 "CloudCore",
                 "CloudHTTP",
                 "CloudPostgres",
@@ -176,6 +195,7 @@ let package = Package(
         .testTarget(name: "CloudCoreTests", dependencies: ["CloudCore"]),
         .testTarget(name: "CloudRuntimeTests", dependencies: ["CloudCore", "CloudRuntime"]),
         .testTarget(name: "CanonTests", dependencies: ["Canon", "CloudCore", "SportsDomain"]),
+        .testTarget(name: "FeedsTests", dependencies: ["CloudCore", "Feeds", "SportsDomain"]),
         .testTarget(name: "CloudAssetsTests", dependencies: ["CloudAssets", "CloudCore", .product(name: "Logging", package: "swift-log")]),
         /// The device's sync loop offline, through the `HTTPTransport` seam: no server, no PostgreSQL.
         .testTarget(name: "CloudSyncTests", dependencies: ["CloudCore", "CloudSync"]),
@@ -183,6 +203,7 @@ let package = Package(
             name: "CloudServerTests",
             dependencies: [
                 "Canon",
+                "Feeds",
                 "CloudAssets",
                 "CloudCore",
                 "CloudPostgres",

@@ -3,6 +3,7 @@ import CloudPostgres
 import CloudRuntime
 import Foundation
 import Logging
+import SportsDomain
 import Synchronization
 
 /// The operator console's import and edits of canonical data: the same `CanonicalImporter` as
@@ -68,6 +69,7 @@ public struct CanonicalEditor: PublicDataEditor {
                 }
                 var fields = record.fields
                 fields[field] = try Self.fieldValue(value, type: declared.fieldType, field: field)
+                if record.recordType == "Game" { fields[Game.pinnedFieldsField] = Self.pinning(field, in: fields) }
                 // The record's aliases go in too, so the merge knows which old names already have one (it adds an
                 // alias for a name that has none). An alias still open for the old name ends now: a rename here has
                 // no dataset that would date it.
@@ -86,7 +88,8 @@ public struct CanonicalEditor: PublicDataEditor {
                 }
                 let computed = try CanonicalImportPlan(
                     source: [RecordDraft(recordName: recordName, recordType: record.recordType, fields: fields)] + sourceAliases,
-                    stored: Dictionary(uniqueKeysWithValues: ([record] + aliases).map { ($0.recordName, $0) }), schema: schema, now: now)
+                    stored: Dictionary(uniqueKeysWithValues: ([record] + aliases).map { ($0.recordName, $0) }), schema: schema, now: now,
+                    byHand: true)
                 plan.withLock { $0 = computed }
                 return [zone: computed.drafts]
             }
@@ -120,6 +123,12 @@ public struct CanonicalEditor: PublicDataEditor {
         default:
             throw CanonError("\(field) is not a text, number or date field; change it in the dataset and import it")
         }
+    }
+
+    /// A game's pinned fields with `field` added: a correction by hand that no feed or import undoes.
+    static func pinning(_ field: String, in fields: [String: FieldValue]) -> FieldValue {
+        let pinned = Set(fields[Game.pinnedFieldsField]?.value.arrayValue?.compactMap(\.stringValue) ?? []).union([field])
+        return FieldValue(type: .stringList, value: .array(pinned.sorted().map(JSONValue.string)))
     }
 
     static func draft(_ record: Record) -> RecordDraft {

@@ -41,7 +41,7 @@ public final class CanonicalEndpoints: Sendable {
         ]
     }
 
-    func catalog(for database: DatabaseRef, logger: Logger) async throws -> CanonicalCatalog {
+    public func catalog(for database: DatabaseRef, logger: Logger) async throws -> CanonicalCatalog {
         guard database.scope == .public else { throw CloudError.badRequest("canonical/* answers from the public database only") }
         let head = try await self.listedZonesHead(of: database, logger: logger)
         let task = self.cache.withLock { cache in

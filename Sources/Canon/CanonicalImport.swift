@@ -1,6 +1,7 @@
 import CloudCore
 import Crypto
 import Foundation
+import SportsDomain
 
 /// What importing the canonical source into the stored public records changes. Pure: the store loads the
 /// records and writes `drafts` in one transaction.
@@ -26,7 +27,9 @@ public struct CanonicalImportPlan: Sendable {
     ]
 
     /// - Throws: `CanonError` listing every immutable field the source tried to change (nothing is imported).
-    public init(source: [RecordDraft], stored: [String: Record], schema: Schema, now: Int64) throws {
+    /// - Parameter byHand: the source is an operator's edit, which changes any system field; a dataset's import keeps
+    ///   what feeds and operators set since (`keepingFeedAndOperatorFields`).
+    public init(source: [RecordDraft], stored: [String: Record], schema: Schema, now: Int64, byHand: Bool = false) throws {
         func owners(_ type: String) -> [String: FieldOwner] { schema.recordTypes[type]?.fields.mapValues(\.owner) ?? [:] }
         var refusals: [String] = []
         var sourceNames = Set<String>()
@@ -42,7 +45,8 @@ public struct CanonicalImportPlan: Sendable {
         for record in source {
             sourceNames.insert(record.recordName)
             let current = stored[record.recordName].flatMap { $0.deleted ? nil : $0 }
-            let merge = FieldMerge(stored: current?.fields, incoming: record.fields, owners: owners(record.recordType))
+            let incoming = byHand ? record.fields : current.map { Self.keepingFeedAndOperatorFields(of: $0, in: record.fields) } ?? record.fields
+            let merge = FieldMerge(stored: current?.fields, incoming: incoming, owners: owners(record.recordType))
             if !merge.refused.isEmpty {
                 refusals.append("\(record.recordName): \(merge.refused.joined(separator: ", "))")
                 continue
@@ -68,6 +72,7 @@ public struct CanonicalImportPlan: Sendable {
         for record in stored.values.sorted(by: { $0.recordName < $1.recordName })
         where !record.deleted && Self.canonicalTypes.contains(record.recordType) && !sourceNames.contains(record.recordName)
             && record.fields["deprecatedAt"] == nil && !Self.isAddedAlias(record.recordName)
+            && !(record.fields["source"]?.value.stringValue?.hasPrefix(Self.feedSourcePrefix) ?? false)
         {
             var fields = record.fields
             fields["deprecatedAt"] = FieldValue(type: .timestamp, value: .int(now))
@@ -80,6 +85,24 @@ public struct CanonicalImportPlan: Sendable {
             self.changes.append(.aliasAdded(alias.recordName, for: record.recordName, oldName: oldName))
         }
     }
+
+    /// The source's fields for a stored game, with what is newer than any file kept: the fields an operator pinned by
+    /// hand, and the live fields once a score feed has reported the game (docs/FEEDS.md). Other records as they are.
+    static func keepingFeedAndOperatorFields(of stored: Record, in source: [String: FieldValue]) -> [String: FieldValue] {
+        guard stored.recordType == "Game" else { return source }
+        let pinnedField = Game.pinnedFieldsField
+        let pinned = stored.fields[pinnedField]?.value.arrayValue?.compactMap(\.stringValue) ?? []
+        var kept = Set(pinned)
+        if !pinned.isEmpty { kept.insert(pinnedField) }
+        if stored.fields["liveUpdatedAt"] != nil { kept.formUnion(Game.feedFields) }
+        var fields = source
+        for name in kept { fields[name] = stored.fields[name] }
+        return fields
+    }
+
+    /// The `source` of games a score feed added (docs/FEEDS.md): no dataset file lists them, so the import does not
+    /// deprecate them.
+    public static let feedSourcePrefix = "feed "
 
     /// Aliases the import added for renames are not in the source and must not be deprecated for that.
     static func isAddedAlias(_ recordName: String) -> Bool { recordName.contains("_renamed_") }

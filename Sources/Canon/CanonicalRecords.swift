@@ -197,9 +197,9 @@ public enum GameTime {
 }
 
 extension FieldValue {
-    static func string(_ text: String) -> FieldValue { FieldValue(type: .string, value: .string(text)) }
-    static func int(_ number: Int) -> FieldValue { FieldValue(type: .int64, value: .int(Int64(number))) }
-    static func reference(_ recordName: String) -> FieldValue { FieldValue(type: .reference, value: Reference(recordName: recordName).json) }
+    public static func string(_ text: String) -> FieldValue { FieldValue(type: .string, value: .string(text)) }
+    public static func int(_ number: Int) -> FieldValue { FieldValue(type: .int64, value: .int(Int64(number))) }
+    public static func reference(_ recordName: String) -> FieldValue { FieldValue(type: .reference, value: Reference(recordName: recordName).json) }
 
     /// A `YYYY-MM-DD` date as a TIMESTAMP at midnight UTC.
     static func date(_ text: String) throws -> FieldValue {

@@ -27,12 +27,24 @@ public struct GameIndex: Sendable {
     private let byTeam: [String: [Int]]
     private let byVenue: [String: [Int]]
     private let byID: [String: Int]
+    /// `league|id` for each game's `sourceGameId` and `league|provider:id` for each id a score feed knows it by
+    /// (`feedIds`) → index: how a feed finds a game again after it moved to another day.
+    private let byFeedKey: [String: Int]
+    /// Game id → the `provider:id`s feeds know it by.
+    private let feedIDs: [String: [String]]
     /// First and last local day of each league-season (`league_mlb|2025`).
     private let seasonSpans: [String: ClosedRange<CivilDate>]
 
     /// Builds the index from `Game` records; deleted and deprecated games (dropped by their source) are left out.
     public init(records: [Record]) {
         self.games = records.compactMap(Self.game(from:)).sorted(by: Game.byStart)
+        var feedKeys: [String: [String]] = [:]
+        for record in records where record.recordType == "Game" && !record.deleted {
+            let ids = (record.fields["sourceGameId"]?.value.stringValue.map { [$0] } ?? [])
+                + (record.fields["feedIds"]?.value.arrayValue?.compactMap(\.stringValue) ?? [])
+            if !ids.isEmpty { feedKeys[record.recordName] = ids }
+        }
+        var byFeedKey: [String: Int] = [:]
         var byDate: [CivilDate: [Int]] = [:]
         var byTeam: [String: [Int]] = [:]
         var byVenue: [String: [Int]] = [:]
@@ -40,6 +52,7 @@ public struct GameIndex: Sendable {
         var byID: [String: Int] = [:]
         for (index, game) in self.games.enumerated() {
             byID[game.id] = index
+            for id in feedKeys[game.id] ?? [] { byFeedKey[game.league + "|" + id] = index }
             byDate[game.localDate, default: []].append(index)
             byTeam[game.homeTeam, default: []].append(index)
             byTeam[game.awayTeam, default: []].append(index)
@@ -49,6 +62,19 @@ public struct GameIndex: Sendable {
             spans[key] = min(span?.lowerBound ?? game.localDate, game.localDate)...max(span?.upperBound ?? game.localDate, game.localDate)
         }
         (self.byDate, self.byTeam, self.byVenue, self.seasonSpans, self.byID) = (byDate, byTeam, byVenue, spans, byID)
+        self.byFeedKey = byFeedKey
+        self.feedIDs = feedKeys.mapValues { $0.filter { $0.contains(":") } }
+    }
+
+    /// True when the game is known by another id of `provider` than `id`: a doubleheader's other game.
+    public func isClaimed(_ gameID: String, by provider: String, otherThan id: String) -> Bool {
+        (self.feedIDs[gameID] ?? []).contains { $0.hasPrefix(provider + ":") && $0 != provider + ":" + id }
+    }
+
+    /// The live game of `league` a provider knows as `id` (`provider:id` once a feed has matched it, or the
+    /// dataset's own source id).
+    public func game(league: String, provider: String, id: String) -> Game? {
+        (self.byFeedKey[league + "|" + provider + ":" + id] ?? self.byFeedKey[league + "|" + id]).map { self.games[$0] }
     }
 
     /// The live game with this canonical id.

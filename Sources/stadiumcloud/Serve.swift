@@ -1,5 +1,7 @@
 import ArgumentParser
 import Canon
+import Feeds
+import CloudCore
 import CloudHTTP
 import CloudPostgres
 import CloudRuntime
@@ -52,6 +54,12 @@ struct Serve: AsyncParsableCommand {
     var headerTimeoutSeconds = Int(Self.defaults.connections.headTimeout.components.seconds)
     @Option(help: "Seconds a connection may send nothing while no request of it is being answered before it is closed.")
     var idleTimeoutSeconds = Int(Self.defaults.connections.idleTimeout.components.seconds)
+    @Flag(help: "Keep games current from the leagues' score feeds (docs/FEEDS.md); off, the server never calls out.")
+    var feeds = false
+    @Option(help: "A score provider's base URL, NAME=URL (repeatable; espn, mlb-stats, nhl-web, nba-cdn), e.g. a replay server's.")
+    var feedURL: [String] = []
+    @Option(help: "An environment whose public database the feeds keep current (repeatable).")
+    var feedEnvironment = ["production", "development"]
 
     /// A bucket holds this many seconds of its rate, as the defaults do.
     private static let accountBurst = Self.defaults.rateLimits.perAccount.burst / Self.defaults.rateLimits.perAccount.perSecond
@@ -63,6 +71,12 @@ struct Serve: AsyncParsableCommand {
             guard let url = URL(string: origin), ["http", "https"].contains(url.scheme ?? ""), url.host != nil, url.path.isEmpty, url.query == nil,
                 url.fragment == nil, url.user == nil
             else { throw ValidationError("--web-origin \(origin) is not an origin: scheme://host[:port], no path, no trailing slash") }
+        }
+        for entry in self.feedURL {
+            let parts = entry.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, FeedConfiguration().baseURLs[String(parts[0])] != nil, URL(string: String(parts[1]))?.host != nil else {
+                throw ValidationError("--feed-url \(entry) is not NAME=URL with NAME one of \(FeedConfiguration().baseURLs.keys.sorted().joined(separator: ", "))")
+            }
         }
         guard self.maxConnections > 0, self.headerTimeoutSeconds > 0, self.idleTimeoutSeconds > 0 else {
             throw ValidationError("--max-connections, --header-timeout-seconds and --idle-timeout-seconds must be positive")
@@ -96,16 +110,37 @@ struct Serve: AsyncParsableCommand {
         configuration.shutdownGrace = .seconds(self.shutdownGraceSeconds)
         configuration.connections.headTimeout = .seconds(self.headerTimeoutSeconds)
         configuration.connections.idleTimeout = .seconds(self.idleTimeoutSeconds)
+        let feeds = self.feeds ? self.feedConfiguration(containers: configuration.containers) : nil
+        let clock = configuration.clock
         let live = try Live(self.database, configuration: configuration)
         configuration.connections.maximum = OpenFiles.raiseLimit(connections: self.maxConnections, logger: live.logger)
         let server = ServerService(
             stores: live.stores, configuration: configuration, migrations: migrations, applyMigrations: self.migrate, metrics: registry,
-            extensions: { CanonicalEndpoints(records: $0).extensions }, logger: live.logger)
+            extensions: { records in
+                let canonical = CanonicalEndpoints(records: records)
+                var extensions = canonical.extensions
+                if let feeds {
+                    let poller = FeedPoller(records: records, canonical: canonical, configuration: feeds, clock: clock, logger: live.logger)
+                    extensions.backgroundJobs.append { try await poller.run() }
+                }
+                return extensions
+            }, logger: live.logger)
         // The client first: a ServiceGroup stops its services in reverse order, so the database goes last.
         var group = ServiceGroupConfiguration(services: [live.client, server], gracefulShutdownSignals: [.sigterm, .sigint], logger: live.logger)
         // SIGTERM stops accepting connections and lets in-flight requests and background jobs finish; whatever
         // is still running after the grace period is cancelled, so a stuck request cannot keep the process up.
         group.maximumGracefulShutdownDuration = configuration.shutdownGrace
         try await ServiceGroup(configuration: group).run()
+    }
+
+    /// The feeds' configuration from `--feed-url` and `--feed-environment`.
+    func feedConfiguration(containers: Set<String>) -> FeedConfiguration {
+        var feeds = FeedConfiguration()
+        for entry in self.feedURL {
+            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+            feeds.baseURLs[parts[0]] = parts[1].hasSuffix("/") ? String(parts[1].dropLast()) : parts[1]
+        }
+        feeds.targets = containers.sorted().flatMap { container in self.feedEnvironment.map { (container, $0) } }
+        return feeds
     }
 }

@@ -5,9 +5,18 @@ line). Standard library only; reads the already built venues, teams, aliases and
 
 Usage (from the repo root):  python3 scripts/dataset/games.py   (build.py runs it at the end)
 
-Covered: MLB 2018-2026, NFL 2020-2025, NBA 2022-23 to 2025-26, NHL 2009-10, 2016-17, 2022-23, 2024-25, 2025-26
+Covered: MLB 2018-2026, NFL 2020-2026, NBA 2022-23 to 2026-27, NHL 2009-10, 2016-17, 2022-23, 2024-25, 2025-26
 (the seasons whose source rows carry names/scores/venues), WNBA 2025-2026, MLS 2025, NWSL 2022-2025.
 Every game's teams and venue must map to canonical ids: anything unmapped fails the build (exit 1, listed).
+
+ESPN site-API data from ismayc/{nba,nfl,wnba}-schedule (`schedule.js`/`history.js`, one JSON game per line; UTC tips,
+ESPN abbreviations, `score` home first): NBA 2026-27 and NFL 2026 are built from it alone (ids
+`game_<league>_<season>_<ESPN event id>`; NFL kick-offs still to be set are timeTBD). NBA 2025-26 (ismayc@04393ec),
+WNBA 2026 (schedule.js) and the WNBA 2025 playoffs (history.js) are merged into the seasons built from the other
+sources (espn_merge: same localDate + home + away = same game, existing ids kept; postponed slots follow their make-up;
+ESPN adds scores, tips and venues, and the games the other sources lack). The NFL 2021-2025 playoffs are cross-checked
+against history.js (NOTEs only). ESPN venues that are not in stadiums.json (VENUES_NOT_IN_DATASET) leave their game
+out with a NOTE; no venue is invented here.
 """
 import csv
 import datetime as dt
@@ -52,6 +61,23 @@ VENUE_NAMES = {
     "Daytona International Speedway Stadium": "stadium_nwsl_daytona_international_speedway",
     # WNBA (fixturedownload)
     "Gateway Center Arena @ College Park": "stadium_wnba_gateway_center_arena",
+    # ESPN site API (ismayc/*-schedule). "Reliant Stadium" (ESPN's name for NRG Stadium in 2026) and "Arrowhead
+    # Stadium" need no entry: both are former names in stadium_aliases.json.
+    "Toyota Center (Houston)": "stadium_nba_toyota_center",
+    "The O2": "stadium_nba_the_o2_arena",  # London, 2026-01-18
+    "Gateway Center": "stadium_wnba_gateway_center_arena",
+    "Highmark Stadium (Old)": "stadium_nfl_highmark_stadium",  # ESPN's label for the Bills' stadium until 2025-26
+    "Estadio Banorte": "stadium_nfl_estadio_azteca",  # Estadio Azteca's sponsor name from 2025 (Mexico City)
+    "FC Bayern Munich Stadium": "stadium_nfl_allianz_arena",  # Allianz Arena under its sponsor-free UEFA/FIFA name
+    "Santiago Bernabéu": "stadium_nfl_estadio_santiago_bernabeu",
+}
+# ESPN venues of real games that are not in stadiums.json (no venue is invented here): their games are left out with
+# a NOTE, and listed in DATASET.md. A venue added to the dataset later resolves through its alias and stops the skip.
+VENUES_NOT_IN_DATASET = {
+    "Co-op Live": "Manchester, GB",  # NBA 2026-27 Manchester game
+    "Melbourne Cricket Ground": "Melbourne, AU",  # NFL 2026 week 1
+    "Maracanã Stadium": "Rio de Janeiro, BR",  # NFL 2026 week 3
+    "Stade de France": "Saint-Denis (Paris), FR",  # NFL 2026 week 7
 }
 
 # Source errors corrected here (each listed in DATASET.md, "Games" -> corrections).
@@ -471,6 +497,212 @@ def wnba(season):
     return games
 
 
+# --------------------------------------------------------------------------- ESPN site API (ismayc/*-schedule)
+ESPN_SOURCES = {"nba": "ismayc/nba-schedule (ESPN)", "nfl": "ismayc/nfl-schedule (ESPN)", "wnba": "ismayc/wnba-schedule (ESPN)"}
+ESPN_CODES = {  # ESPN abbreviations that are not the dataset's (teams.js of each repository)
+    "nba": {"GS": "team_nba_warriors", "NO": "team_nba_pelicans", "NY": "team_nba_knicks", "SA": "team_nba_spurs",
+            "UTAH": "team_nba_jazz", "WSH": "team_nba_wizards"},
+    "nfl": {"WSH": "team_nfl_commanders"},
+    "wnba": {"GS": "team_wnba_valkyries", "LA": "team_wnba_sparks", "LV": "team_wnba_aces", "NY": "team_wnba_liberty",
+             "WSH": "team_wnba_mystics"},
+}
+ESPN_TYPES = {"regular": "regular", "cup": "cup", "playin": "playin", "playoffs": "playoff", "postseason": "playoff"}
+NBA_2025_ESPN = "ismayc__nba-schedule@04393ec/src/data/schedule.js"  # 2025-26 complete (commit of 2026-08-09)
+
+
+def ismayc_rows(path, year=None):
+    """Game lines of an ismayc `schedule.js` (one JSON object per line inside `export const GAMES = [`), or of the
+    `games: [` block of season `year` in a `history.js` (each season starts with `year: N,`)."""
+    rows, inside, current = [], False, None
+    with open(os.path.join(RAW, path), encoding="utf-8") as f:
+        for line in f:
+            s = line.strip()
+            m = re.fullmatch(r"year: (\d+),", s)
+            if m:
+                current = int(m.group(1))
+            elif s == "export const GAMES = [" or (s == "games: [" and current == year):
+                inside = True
+            elif inside and s.startswith("]"):
+                inside = False
+            elif inside and s.startswith("{"):
+                rows.append(json.loads(s.rstrip(",")))
+    return rows
+
+
+def espn_games(name, league, rows):
+    """ismayc rows as {"row", "type", "home", "away", "start", "tbd", "stadium", "day", "score", "postponed"}.
+    All-Star games (between no franchise teams) are left out, as are games at a venue not in the dataset (NOTE)."""
+    codes = dict(abbreviations(league), **ESPN_CODES[league])
+    out, allstar = [], 0
+    for r in rows:
+        if r["seasonType"] == "allstar":
+            allstar += 1
+            continue
+        start = dt.datetime.strptime(r["tip"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+        eastern_day = start.astimezone(ET).date().isoformat()
+        home, away = team_id(league, r["home"], eastern_day, codes), team_id(league, r["away"], eastern_day, codes)
+        if home is None or away is None or r["seasonType"] not in ESPN_TYPES:
+            PROBLEMS.append("%s ESPN %s: teams %s/%s, seasonType %s" % (name, r["id"], r["home"], r["away"], r["seasonType"]))
+            continue
+        if r["venue"] in VENUES_NOT_IN_DATASET and pick(VENUE_ALIASES.get(norm(r["venue"]), []), eastern_day) is None:
+            NOTES.append("%s: ESPN %s %s @ %s (%s ET) LEFT OUT: venue %r (%s) is not in stadiums.json" % (
+                name, r["id"], r["away"], r["home"], eastern_day, r["venue"], VENUES_NOT_IN_DATASET[r["venue"]]))
+            continue
+        stadium = venue_id(league, r["venue"], eastern_day, home)
+        if stadium is None:
+            continue
+        # ESPN's placeholder for a kick-off still to be set (NFL flex weeks 16-18): midnight US Eastern on the game's
+        # Eastern day. Such a game is timeTBD (19:00 venue-local on that day), like the other games without a time.
+        tbd = league == "nfl" and start.astimezone(ET).strftime("%H:%M") == "00:00"
+        if tbd:
+            start = at_local(eastern_day, "19:00", stadium)
+        score = r.get("score")
+        out.append({"row": r, "type": ESPN_TYPES[r["seasonType"]], "home": home, "away": away, "start": start, "tbd": tbd,
+                    "stadium": stadium, "day": local_day(start, stadium), "score": tuple(score) if score else None,
+                    "postponed": bool(r.get("postponed"))})
+    if allstar:
+        NOTES.append("%s: %d ESPN All-Star row(s) between non-franchise teams left out" % (name, allstar))
+    return out
+
+
+def espn_new_game(league, season, label, e):
+    """A game only ESPN has: id and sourceGameId from the ESPN event id; final exactly when ESPN has a score."""
+    hs, as_ = e["score"] or (None, None)
+    return game(league, season, label, e["row"]["id"], e["type"], e["start"], e["tbd"], e["home"], e["away"], e["stadium"],
+                "final" if e["score"] else "scheduled", hs, as_, ESPN_SOURCES[league])
+
+
+def espn_schedule(name, league, season, label, path):
+    """A league-season built from ismayc alone (NBA 2026-27, NFL 2026)."""
+    games = [espn_new_game(league, season, label, e) for e in espn_games(name, league, ismayc_rows(path))
+             if not e["postponed"]]
+    tbd = sum(g is not None and g["timeTBD"] for g in games)
+    if tbd:
+        NOTES.append("%s: %d games with ESPN's kick-off placeholder (midnight ET) are timeTBD" % (name, tbd))
+    return games
+
+
+def espn_merge(name, league, season, label, base, rows, true_day=None, partial=False):
+    """`base` (the games built so far, ids kept) completed from the ESPN rows of the same league-season.
+
+    A row is a base game when both have the same (localDate, home, away). ESPN keeps a postponed game's original slot as a
+    `postponed` row without score and lists the make-up as a row of its own: the base game on the postponed slot takes
+    the make-up's tip, venue and score. `true_day(game)` (NBA: nba_api GAME_DATE) matches a base game whose schedule
+    source still had the pre-reschedule slot. Rows matching no base game are added with ESPN ids. `partial`: the rows
+    cover only part of the season (history.js: playoffs), so base games without a row are expected.
+    From a matched row the base game takes: a score it lacks (an existing final score is kept; differences are NOTEs),
+    the venue, and the tip when the base game is timeTBD, moved to another day, or when ESPN's time is on the quarter
+    hour (a rescheduled tip; ESPN times like 19:07 or 01:47 are the actual start, not the schedule: kept as they were)."""
+    espn = espn_games(name, league, rows)
+    by_key = {}
+    for g in base:
+        by_key.setdefault((g["localDate"], g["homeTeamId"], g["awayTeamId"]), []).append(g)
+    pairs, unmatched, stats = [], [], {"postponed": 0, "true_day": 0}
+    for e in espn:
+        if not e["postponed"]:
+            cands = by_key.get((e["day"], e["home"], e["away"]))
+            if cands:
+                pairs.append((cands.pop(0), e))
+            else:
+                unmatched.append(e)
+    for p in (e for e in espn if e["postponed"]):
+        cands = by_key.get((p["day"], p["home"], p["away"]))
+        makeups = [e for e in unmatched if (e["home"], e["away"]) == (p["home"], p["away"]) and e["start"] > p["start"]]
+        if cands and makeups:
+            makeup = min(makeups, key=lambda e: e["start"])
+            unmatched.remove(makeup)
+            pairs.append((cands.pop(0), makeup))
+            stats["postponed"] += 1
+        elif cands or makeups:
+            PROBLEMS.append("%s ESPN %s: postponed row without its base game or make-up" % (name, p["row"]["id"]))
+    if true_day:
+        left = [g for gs in by_key.values() for g in gs]
+        for e in list(unmatched):
+            cands = [g for g in left if (g["homeTeamId"], g["awayTeamId"]) == (e["home"], e["away"]) and true_day(g) == e["day"]]
+            if len(cands) == 1:
+                left.remove(cands[0])
+                by_key[(cands[0]["localDate"], e["home"], e["away"])].remove(cands[0])
+                unmatched.remove(e)
+                pairs.append((cands[0], e))
+                stats["true_day"] += 1
+    merged, counts, retimed = [], {"score": 0, "time": 0, "tbd": 0, "kept": 0}, []
+    for g, e in pairs:
+        start = parse_utc(g["startTime"])
+        take = g["timeTBD"] or e["day"] != g["localDate"] or (e["start"] != start and e["start"].minute % 15 == 0)
+        if e["start"] != start and not take:
+            counts["kept"] += 1
+            NOTES.append("%s %s: ESPN tip %s is no scheduled time; %s kept" % (
+                name, g["sourceGameId"], e["start"].strftime("%Y-%m-%dT%H:%MZ"), g["startTime"]))
+        if e["day"] != g["localDate"]:
+            NOTES.append("%s %s: moved from %s to %s (%s; ESPN %s)" % (
+                name, g["sourceGameId"], g["localDate"], e["day"], e["row"].get("note") or "rescheduled", e["row"]["id"]))
+        elif g["timeTBD"]:
+            counts["tbd"] += 1
+        elif take and e["start"] != start:
+            counts["time"] += 1
+            retimed.append("%s %s -> %s" % (g["sourceGameId"], start.strftime("%Y-%m-%dT%H:%MZ"), e["start"].strftime("%Y-%m-%dT%H:%MZ")))
+        if e["stadium"] != g["stadiumId"]:
+            NOTES.append("%s %s: venue %s -> %s (ESPN %s)" % (name, g["sourceGameId"], g["stadiumId"], e["stadium"], e["row"]["id"]))
+        status, hs, as_ = g["status"], g["homeScore"], g["awayScore"]
+        if e["score"] and status == "final" and (hs, as_) != e["score"]:
+            NOTES.append("%s %s: ESPN score %d-%d differs from %d-%d (kept)" % (name, g["sourceGameId"], e["score"][0], e["score"][1], hs, as_))
+        elif e["score"] and status != "final":
+            status, (hs, as_) = "final", e["score"]
+            counts["score"] += 1
+        elif not e["score"] and status == "final":
+            NOTES.append("%s %s: final here, no score at ESPN (kept)" % (name, g["sourceGameId"]))
+        new = game(league, season, label, g["sourceGameId"], g["gameType"], e["start"] if take else start,
+                   e["tbd"] if take else g["timeTBD"], g["homeTeamId"], g["awayTeamId"], e["stadium"], status, hs, as_, g["source"])
+        if new is not None and new["id"] != g["id"]:
+            PROBLEMS.append("%s %s: id changed to %s" % (name, g["id"], new["id"]))
+        merged.append(new)
+    if retimed:
+        NOTES.append("%s: tips set from ESPN (rescheduled after the other source's snapshot): %s" % (name, ", ".join(retimed)))
+    unused = [g for gs in by_key.values() for g in gs]
+    if unused and not partial:
+        NOTES.append("%s: %d games not at ESPN (kept as they were): %s" % (name, len(unused), " ".join(g["sourceGameId"] for g in unused)))
+    added = [espn_new_game(league, season, label, e) for e in unmatched]
+    types = {}
+    for e in unmatched:
+        types[e["type"]] = types.get(e["type"], 0) + 1
+    NOTES.append("%s: ESPN merge: %d games matched (%d via a postponed slot, %d via the results' date), %d newly final, %d "
+                 "timeTBD given ESPN's tip, %d other tips updated, %d off-schedule ESPN tips ignored; %d added (%s)" % (
+                     name, len(pairs), stats["postponed"], stats["true_day"], counts["score"], counts["tbd"], counts["time"],
+                     counts["kept"], len(added), ", ".join("%d %s" % (n, t) for t, n in sorted(types.items())) or "none"))
+    return merged + unused + added
+
+
+def nfl_postseason_check(by_season):
+    """Cross-check of the nflverse playoff games against ismayc/nfl-schedule history.js (2021-2025): NOTEs only; a
+    difference becomes a correction (NFL_VENUE_FIXES etc.) only where the nflverse value is clearly wrong."""
+    for season in range(2021, 2026):
+        ours = [g for g in by_season.get(season, []) if g is not None and g["gameType"] == "playoff"]
+        espn = espn_games("nfl_%d" % season, "nfl", ismayc_rows("ismayc__nfl-schedule/src/data/history.js", season))
+        same = 0
+        for e in espn:
+            m = [g for g in ours if {g["homeTeamId"], g["awayTeamId"]} == {e["home"], e["away"]}]
+            if len(m) != 1:
+                NOTES.append("nfl_%d postseason: ESPN %s %s-%s has %d matching games here" % (season, e["row"]["id"], e["away"], e["home"], len(m)))
+                continue
+            g, diffs = m[0], []
+            if (g["homeTeamId"], g["awayTeamId"]) != (e["home"], e["away"]):
+                diffs.append("home/away swapped")
+            if g["startTime"] != e["start"].strftime("%Y-%m-%dT%H:%M:%SZ"):
+                diffs.append("kick-off %s vs ESPN %s" % (g["startTime"], e["start"].strftime("%Y-%m-%dT%H:%M:%SZ")))
+            if g["localDate"] != e["day"]:
+                diffs.append("date %s vs ESPN %s" % (g["localDate"], e["day"]))
+            if g["stadiumId"] != e["stadium"]:
+                diffs.append("venue %s vs ESPN %s" % (g["stadiumId"], e["stadium"]))
+            if (g["homeScore"], g["awayScore"]) != e["score"]:
+                diffs.append("score %s-%s vs ESPN %s-%s" % (g["homeScore"], g["awayScore"], *(e["score"] or ("?", "?"))))
+            if diffs:
+                NOTES.append("nfl_%d postseason %s (ESPN %s): %s (nflverse kept)" % (season, g["sourceGameId"], e["row"]["id"], "; ".join(diffs)))
+            else:
+                same += 1
+        NOTES.append("nfl_%d postseason vs ismayc history.js: %d of %d ESPN games agree (teams, kick-off, venue, score), %d here"
+                     % (season, same, len(espn), len(ours)))
+
+
 # --------------------------------------------------------------------------- MLS (openfootball)
 MLS_NAMES = {"New York RB": "team_mls_new_york_red_bulls", "Chicago Fire": "team_mls_chicago_fire",
              "Seattle Sounders": "team_mls_seattle_sounders", "Los Angeles Galaxy": "team_mls_la_galaxy",
@@ -554,14 +786,23 @@ def build():
     out = {}
     for year in range(2018, 2027):
         out["mlb_%d" % year] = mlb(year)
-    for season, games in nfl().items():
+    nfl_seasons = nfl()
+    nfl_postseason_check(nfl_seasons)
+    for season, games in nfl_seasons.items():
         out["nfl_%d" % season] = games
+    out["nfl_2026"] = espn_schedule("nfl_2026", "nfl", 2026, "2026", "ismayc__nfl-schedule/src/data/schedule.js")
     for season in (2022, 2023, 2024, 2025):
         out["nba_%d" % season] = nba(season)
+    nba_days = {gid: r["day"] for gid, r in nba_results(2025).items()}  # the nba_api date: the day actually played
+    out["nba_2025"] = espn_merge("nba_2025", "nba", 2025, "2025-26", [g for g in out["nba_2025"] if g is not None],
+                                 ismayc_rows(NBA_2025_ESPN), lambda g: nba_days.get(g["sourceGameId"]))
+    out["nba_2026"] = espn_schedule("nba_2026", "nba", 2026, "2026-27", "ismayc__nba-schedule/src/data/schedule.js")
     for season, games in nhl().items():
         out["nhl_%d" % season] = games
-    for season in (2025, 2026):
-        out["wnba_%d" % season] = wnba(season)
+    out["wnba_2025"] = espn_merge("wnba_2025", "wnba", 2025, "2025", [g for g in wnba(2025) if g is not None],
+                                  ismayc_rows("ismayc__wnba-schedule/src/data/history.js", 2025), partial=True)
+    out["wnba_2026"] = espn_merge("wnba_2026", "wnba", 2026, "2026", [g for g in wnba(2026) if g is not None],
+                                  ismayc_rows("ismayc__wnba-schedule/src/data/schedule.js"))
     out["mls_2025"] = mls(2025)
     for season in (2022, 2023, 2024, 2025):
         out["nwsl_%d" % season] = nwsl(season)

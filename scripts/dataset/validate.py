@@ -396,10 +396,12 @@ EXPECTED_GAMES = {
     "mlb_2026": (2430, 1934),
     "nfl_2020": (269, 269), "nfl_2021": (285, 285), "nfl_2022": (284, 284), "nfl_2023": (285, 285), "nfl_2024": (285, 285),
     "nfl_2025": (285, 285),
-    "nba_2022": (1230, 1230), "nba_2023": (1231, 1231), "nba_2024": (1321, 1321), "nba_2025": (1231, 1231),
+    "nfl_2026": (269, 0),
+    "nba_2022": (1230, 1230), "nba_2023": (1231, 1231), "nba_2024": (1321, 1321), "nba_2025": (1322, 1322),
+    "nba_2026": (1199, 0),
     "nhl_2009": (1318, 1318), "nhl_2016": (1317, 1317), "nhl_2022": (1400, 1400), "nhl_2024": (1398, 1398),
     "nhl_2025": (1386, 1378),
-    "wnba_2025": (287, 287), "wnba_2026": (330, 140),
+    "wnba_2025": (311, 311), "wnba_2026": (331, 275),
     "mls_2025": (510, 164),
     "nwsl_2022": (137, 137), "nwsl_2023": (137, 137), "nwsl_2024": (189, 189), "nwsl_2025": (91, 91),
 }
@@ -408,6 +410,7 @@ GAME_KEYS = {"id", "leagueId", "season", "seasonLabel", "gameType", "startTime",
 GAME_TYPES = {"regular", "playoff", "playin", "cup", "allstar"}
 GAME_STATUSES = {"scheduled", "final", "postponed", "cancelled"}
 SPLIT_SEASON = {"nba", "nhl"}  # seasonLabel "2025-26"
+DOUBLEHEADER_LEAGUES = {"mlb"}  # the only league where the same two teams meet twice at the same ground on one day
 MIN_GAP = dt.timedelta(hours=2, minutes=30)  # two games of one team closer than this = a double booking
 
 
@@ -453,6 +456,15 @@ def check_games(stadiums, teams, team_venues):
         if [(g.get("startTime"), g.get("id")) for g in games] != sorted((g.get("startTime"), g.get("id")) for g in games):
             err("games/%s.json: not sorted by (startTime, id)" % name)
         label = "%d-%02d" % (season, (season + 1) % 100) if league in SPLIT_SEASON else str(season)
+        # one game per (localDate, home, away): a second row is a duplicate from two sources (or a make-up kept twice);
+        # MLB doubleheaders are the exception (two games, never more)
+        meetings = {}
+        for g in games:
+            key = (g.get("localDate"), g.get("homeTeamId"), g.get("awayTeamId"))
+            meetings.setdefault(key, []).append(g.get("id"))
+        for key, ids in sorted(meetings.items(), key=lambda kv: [str(x) for x in kv[0]]):
+            if len(ids) > (2 if league in DOUBLEHEADER_LEAGUES else 1):
+                err("games/%s.json: %d games on %s with home %s and away %s: %s" % (name, len(ids), key[0], key[1], key[2], ", ".join(ids)))
         for g in games:
             gid = g.get("id")
             where = "game %s" % gid
@@ -559,6 +571,26 @@ def check_games(stadiums, teams, team_venues):
                        ("game_nfl_2025_2025_06_den_nyj", "stadium_nfl_tottenham_hotspur_stadium"), ("game_nfl_2025_2025_07_la_jax", "stadium_nfl_wembley_stadium"),
                        ("game_nfl_2025_2025_10_atl_ind", "stadium_nfl_olympiastadion_berlin"), ("game_nfl_2025_2025_11_was_mia", "stadium_nfl_estadio_santiago_bernabeu")):
         spot(gid, stadiumId=venue, neutralSite=True)
+    # ESPN (ismayc) seasons: raw/games/README.md spot checks
+    spot("game_nba_2026_401909088", homeTeamId="team_nba_pistons", awayTeamId="team_nba_celtics", startTime="2026-10-20T19:00:00Z",
+         stadiumId="stadium_nba_little_caesars_arena", status="scheduled", gameType="regular", sourceGameId="401909088")
+    spot("game_nba_2026_401910334", homeTeamId="team_nba_spurs", awayTeamId="team_nba_pelicans", stadiumId="stadium_nba_accor_arena",
+         neutralSite=True, localDate="2027-01-14")
+    spot("game_nfl_2026_401872656", homeTeamId="team_nfl_seahawks", awayTeamId="team_nfl_patriots", startTime="2026-09-10T00:20:00Z",
+         stadiumId="stadium_nfl_lumen_field", status="scheduled", timeTBD=False)
+    spot("game_nfl_2026_401872965", homeTeamId="team_nfl_commanders", awayTeamId="team_nfl_colts", startTime="2026-10-04T13:30:00Z",
+         stadiumId="stadium_nfl_tottenham_hotspur_stadium", neutralSite=True)
+    spot("game_nfl_2026_401872660", homeTeamId="team_nfl_texans", stadiumId="stadium_nfl_nrg_stadium")  # ESPN: "Reliant Stadium"
+    spot("game_nfl_2026_401873187", homeTeamId="team_nfl_texans", awayTeamId="team_nfl_titans", timeTBD=True, localDate="2027-01-10",
+         startTime="2027-01-11T01:00:00Z")  # week 18: kick-off not set, 19:00 Houston
+    spot("game_nba_2025_0022500644", localDate="2026-01-25", startTime="2026-01-25T22:30:00Z", homeScore=85, awayScore=111)  # make-up
+    spot("game_nba_2025_0062500001", startTime="2025-12-17T01:30:00Z", timeTBD=False, stadiumId="stadium_nhl_t_mobile_arena", gameType="cup")
+    spot("game_nba_2025_401859967", homeTeamId="team_nba_spurs", awayTeamId="team_nba_knicks", homeScore=90, awayScore=94,
+         gameType="playoff", startTime="2026-06-14T00:30:00Z", stadiumId="stadium_nba_frost_bank_center")  # Finals game 5
+    spot("game_nba_2025_401866755", homeTeamId="team_nba_hornets", awayTeamId="team_nba_heat", homeScore=127, awayScore=126, gameType="playin")
+    spot("game_wnba_2026_401857321", homeTeamId="team_wnba_liberty", awayTeamId="team_wnba_aces", homeScore=93, awayScore=85,
+         gameType="cup", stadiumId="stadium_nba_barclays_center", status="final")
+    spot("game_wnba_2026_183", localDate="2026-07-20", homeScore=98, awayScore=99, status="final")  # make-up of 07-16
     fenway = [g for g in by_id.values() if g["season"] == 2024 and g["homeTeamId"] == "team_mlb_red_sox"
               and g["stadiumId"] == "stadium_mlb_fenway_park" and g["status"] == "final" and g["homeScore"] is not None]
     if not fenway:

@@ -1,16 +1,22 @@
 import Logging
 
-/// What a layer above the engine adds to the server: read-only extension endpoints, rules for writes, and the
-/// import and edits of public data the operator console offers.
+/// What a layer above the engine adds to the server: read-only extension endpoints, rules for writes, the
+/// import and edits of public data the operator console offers, and background jobs.
 public struct ServerExtensions: Sendable {
     public var endpoints: [ExtensionEndpoint]
     public var writeRules: (any WriteRules)?
     public var publicData: (any PublicDataEditor)?
+    /// Work that runs beside the server for as long as it serves (the score feeds), cancelled when it stops.
+    public var backgroundJobs: [@Sendable () async throws -> Void]
 
-    public init(endpoints: [ExtensionEndpoint] = [], writeRules: (any WriteRules)? = nil, publicData: (any PublicDataEditor)? = nil) {
+    public init(
+        endpoints: [ExtensionEndpoint] = [], writeRules: (any WriteRules)? = nil, publicData: (any PublicDataEditor)? = nil,
+        backgroundJobs: [@Sendable () async throws -> Void] = []
+    ) {
         self.endpoints = endpoints
         self.writeRules = writeRules
         self.publicData = publicData
+        self.backgroundJobs = backgroundJobs
     }
 }
 

@@ -70,7 +70,8 @@ public func buildRouter(configuration: ServerConfiguration, dependencies: Server
     return router
 }
 
-/// The whole HTTP server: the router, with the tombstone purge and the asset collector as its services.
+/// The whole HTTP server: the router, with the tombstone purge, the asset collector and the extensions' background
+/// jobs as its services.
 public func buildApplication(
     configuration: ServerConfiguration, dependencies: ServerDependencies, extensions: ServerExtensions = ServerExtensions(), logger: Logger
 ) -> some ApplicationProtocol {
@@ -93,6 +94,12 @@ public func buildApplication(
                 interval: configuration.purgeInterval, clock: configuration.clock, logger: logger),
             AssetCollectorService(
                 records: dependencies.records, assets: dependencies.assets, configuration: configuration, logger: logger),
-        ],
+        ] + extensions.backgroundJobs.map(BackgroundJob.init),
         logger: logger)
+}
+
+/// An extension's background job as a service of the application: it ends with the server.
+struct BackgroundJob: Service {
+    let job: @Sendable () async throws -> Void
+    func run() async throws { try await cancelWhenGracefulShutdown { try await self.job() } }
 }

@@ -6,13 +6,14 @@ import PostgresNIO
 /// What the canonical import and derived indexes need: whole-zone rewrites, records by type, the change head.
 extension RecordStore {
     /// Rewrites records of several zones in one transaction: `decide` sees every record of each zone (live and
-    /// deleted, by zone name) and returns the new versions to store per zone, which are checked against the
-    /// schema in force. Zones that do not exist yet are created (also in the public database: this is the
+    /// deleted, by zone name; only those named in `only` when it is given, as a feed updating a few games does) and
+    /// returns the new versions to store per zone, which are checked against the schema in force. Zones that do not exist yet are created (also in the public database: this is the
     /// operator's import, not a device's `zones/modify`). With `commit: false` nothing is written (a dry run).
     /// Returns the number of versions written.
     @discardableResult
     public func rewriteZones(
-        _ zoneNames: [String], in database: DatabaseRef, stamp: ChangeStamp, commit: Bool = true, logger: Logger,
+        _ zoneNames: [String], in database: DatabaseRef, only recordNames: [String]? = nil, stamp: ChangeStamp, commit: Bool = true,
+        logger: Logger,
         _ decide: @Sendable ([String: [String: Record]]) throws -> [String: [RecordDraft]]
     ) async throws -> Int {
         for name in zoneNames { try FieldName.validate(name, path: "import", what: "zone name") }
@@ -30,6 +31,7 @@ extension RecordStore {
             builder.append(
                 "SELECT z.zone_name, \(columns) FROM records r JOIN zones z ON z.id = r.zone_id WHERE r.zone_id = ANY(\(builder.bind(Array(zoneIDs.values))))"
             )
+            if let recordNames { builder.append(" AND r.record_name = ANY(\(builder.bind(recordNames)))") }
             for try await row in try await connection.query(builder.query, logger: logger).decode(
                 (String, String, String, Int64, Bool, String, Int64, String, String, Int64, String, String).self
             ) {

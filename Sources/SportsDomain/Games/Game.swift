@@ -15,6 +15,12 @@ public struct Game: Sendable, Equatable {
     /// Canonical ids.
     public var homeTeam, awayTeam, stadium: String
     public var homeScore, awayScore: Int?
+    /// The live state a score feed keeps (docs/FEEDS.md): the period (inning, quarter, half…), the clock as the league
+    /// shows it ("4:28"), the provider's words for the moment ("Top 7th", "Final/OT"), and when the feed last changed
+    /// the game (ms). Nil until a feed reports the game.
+    public var period: Int?
+    public var clock, statusDetail: String?
+    public var updatedAt: Int64?
 
     public init(
         id: String, league: String, season: Int, seasonLabel: String, gameType: String, status: String, startTime: Int64, timeTBD: Bool,
@@ -23,6 +29,38 @@ public struct Game: Sendable, Equatable {
         (self.id, self.league, self.season, self.seasonLabel, self.gameType, self.status) = (id, league, season, seasonLabel, gameType, status)
         (self.startTime, self.timeTBD, self.neutralSite, self.localDate) = (startTime, timeTBD, neutralSite, localDate)
         (self.homeTeam, self.awayTeam, self.stadium, self.homeScore, self.awayScore) = (homeTeam, awayTeam, stadium, homeScore, awayScore)
+    }
+
+    /// What a game's `status` may be: the dataset's scheduled, final, postponed and cancelled, and what feeds add
+    /// while it is played.
+    public enum Status: String, Sendable, CaseIterable {
+        case scheduled, live, delayed, suspended, final, postponed, cancelled
+
+        /// Where a scoreboard shows it: games being played (or held up) first, then those still to come, then those
+        /// that are over or will not be played today.
+        public var scoreboardRank: Int {
+            switch self {
+            case .live, .delayed, .suspended: 0
+            case .scheduled: 1
+            case .final: 2
+            case .postponed, .cancelled: 3
+            }
+        }
+    }
+
+    /// The fields of a `Game` record a score feed keeps once it has reported the game (its `liveUpdatedAt` is set):
+    /// a dataset import that carries older values leaves them as the feed wrote them.
+    public static let feedFields: Set<String> = [
+        "status", "homeScore", "awayScore", "period", "clock", "statusDetail", "liveUpdatedAt", "liveSource", "startTime", "localDate", "timeTBD",
+        "feedIds",
+    ]
+    /// The field of a `Game` record listing the fields an operator corrected by hand: no feed or import changes them.
+    public static let pinnedFieldsField = "pinnedFields"
+
+    /// The scoreboard's order (live, upcoming by start time, final, then postponed and cancelled), then start time.
+    public static func scoreboardOrder(_ a: Game, _ b: Game) -> Bool {
+        func rank(_ game: Game) -> Int { Status(rawValue: game.status)?.scoreboardRank ?? 1 }
+        return (rank(a), a.startTime, a.id) < (rank(b), b.startTime, b.id)
     }
 
     /// The game a live `Game` record describes; nil for a deprecated one (dropped by its source) or one missing a
@@ -40,6 +78,8 @@ public struct Game: Sendable, Equatable {
             gameType: string("gameType") ?? "regular", status: string("status") ?? "scheduled", startTime: start, timeTBD: int("timeTBD") == 1,
             neutralSite: int("neutralSite") == 1, localDate: day, homeTeam: home, awayTeam: away, stadium: stadium,
             homeScore: int("homeScore"), awayScore: int("awayScore"))
+        (self.period, self.clock, self.statusDetail) = (int("period"), string("clock"), string("statusDetail"))
+        self.updatedAt = fields["liveUpdatedAt"]?.value.int64Value
     }
 
     /// By start time, then id: the order every list of games is in.

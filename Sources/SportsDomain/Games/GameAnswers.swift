@@ -40,6 +40,10 @@ public struct NamedGame: Sendable, Equatable {
             json["homeScore"] = .int(Int64(home))
             json["awayScore"] = .int(Int64(away))
         }
+        if let period = game.period { json["period"] = .int(Int64(period)) }
+        if let clock = game.clock { json["clock"] = .string(clock) }
+        if let detail = game.statusDetail { json["statusDetail"] = .string(detail) }
+        if let updated = game.updatedAt { json["updatedAt"] = .int(updated) }
         return .object(json)
     }
 
@@ -55,6 +59,8 @@ public struct NamedGame: Sendable, Equatable {
             timeTBD: json["timeTBD"]?.boolValue ?? false, neutralSite: json["neutralSite"]?.boolValue ?? false, localDate: day,
             homeTeam: home.canonicalId, awayTeam: away.canonicalId, stadium: venue.canonicalId,
             homeScore: json["homeScore"]?.int64Value.map { Int($0) }, awayScore: json["awayScore"]?.int64Value.map { Int($0) })
+        (self.game.period, self.game.clock) = (json["period"]?.int64Value.map { Int($0) }, json["clock"]?.stringValue)
+        (self.game.statusDetail, self.game.updatedAt) = (json["statusDetail"]?.stringValue, json["updatedAt"]?.int64Value)
         (self.homeTeam, self.awayTeam, self.venue) = (home, away, venue)
     }
 }

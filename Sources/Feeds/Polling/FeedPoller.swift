@@ -1,0 +1,274 @@
+import AsyncHTTPClient
+import Canon
+import CloudCore
+import CloudPostgres
+import CloudRuntime
+import Foundation
+import Logging
+import Metrics
+import NIOCore
+import NIOHTTP1
+import ServiceLifecycle
+import SportsDomain
+import Synchronization
+
+/// Keeps the canonical games current from the leagues' feeds (docs/FEEDS.md): asks the most trusted provider of a
+/// league that is enabled, falls back to the next when it fails, matches each reported game to its canonical game and
+/// writes what changed into the season's zone, so `changes/wait` followers wake. One process of a cluster polls at a
+/// time.
+public final class FeedPoller: Service, Sendable {
+    let records: RecordStore
+    let canonical: CanonicalEndpoints
+    let configuration: FeedConfiguration
+    let clock: ServerClock
+    let http: HTTPClient
+    let logger: Logger
+    let health: [String: ProviderHealth]
+    /// When each (league, kind of poll) is due next (ms).
+    private let due = Mutex<[String: Int64]>([:])
+
+    public init(
+        records: RecordStore, canonical: CanonicalEndpoints, configuration: FeedConfiguration, clock: ServerClock, http: HTTPClient = .shared,
+        logger: Logger
+    ) {
+        (self.records, self.canonical, self.configuration, self.clock, self.http) = (records, canonical, configuration, clock, http)
+        self.logger = logger
+        self.health = Dictionary(uniqueKeysWithValues: configuration.providers.map { ($0.name, ProviderHealth($0)) })
+    }
+
+    /// What one poll of a league did.
+    public struct Report: Sendable, Equatable {
+        /// The provider that answered; nil when none did.
+        public var provider: String?
+        public var reported = 0, changed = 0, created = 0
+        /// Games left as they were, with why (unknown team, impossible score, a disagreement…).
+        public var refused: [String] = []
+        public var skipped: [String] = []
+        /// Providers that failed before one answered.
+        public var failures: [String] = []
+    }
+
+    public func run() async throws {
+        while !Task.isCancelled {
+            _ = try? await self.records.exclusively("feeds", logger: self.logger) { await self.runDue() }
+            let now = self.clock.now
+            let next = self.due.withLock { $0.values.min() } ?? now + 60_000
+            try await cancelWhenGracefulShutdown {
+                try await self.clock.sleep(for: .milliseconds(min(max(next - now, 1000), 60_000)))
+            }
+        }
+    }
+
+    /// The polls due now: live leagues every `liveInterval`, leagues with games left today every `todayInterval`,
+    /// the coming days' schedule daily, the last days' results for corrections every `recentInterval`.
+    public func runDue() async {
+        let now = self.clock.now
+        let today = Self.usDay(of: now)
+        guard let target = self.configuration.targets.first,
+            let database = try? await self.records.database(
+                container: target.container, environment: target.environment, scope: .public, owner: nil, logger: self.logger),
+            let catalog = try? await self.canonical.catalog(for: database, logger: self.logger)
+        else { return }
+        for league in self.configuration.leagues {
+            let games = catalog.games.games(on: today.adding(days: -1)...today, GameIndex.Filter(leagues: [league]))
+            let playing = games.filter { game in
+                let status = Game.Status(rawValue: game.status) ?? .scheduled
+                return [.live, .delayed, .suspended].contains(status)
+                    || (status == .scheduled && now >= game.startTime - 10 * 60_000 && now <= game.startTime + 6 * 3_600_000)
+            }
+            let unfinished = games.filter { Self.usDay(of: $0.startTime) == today && ($0.status == "scheduled" || $0.status == "delayed") }
+            var polls: [(kind: String, days: ClosedRange<CivilDate>, every: Duration)] = [
+                ("schedule", today...today.adding(days: self.configuration.scheduleDays - 1), self.configuration.scheduleInterval),
+                ("recent", today.adding(days: -self.configuration.recentDays)...today.adding(days: -1), self.configuration.recentInterval),
+            ]
+            if let first = playing.map({ Self.usDay(of: $0.startTime) }).min() {
+                polls.append(("live", first...today, self.configuration.liveInterval))
+            } else if !unfinished.isEmpty {
+                polls.append(("today", today...today, self.configuration.todayInterval))
+            }
+            for poll in polls {
+                let key = league + " " + poll.kind
+                guard self.due.withLock({ ($0[key] ?? 0) <= now }) else { continue }
+                self.due.withLock { $0[key] = now + poll.every.milliseconds }
+                _ = await self.poll(league: league, days: poll.days, today: today)
+            }
+        }
+    }
+
+    /// Asks the providers of `league` for `days`, most trusted first, until one answers, and applies its games to
+    /// every target database.
+    @discardableResult
+    public func poll(league: String, days: ClosedRange<CivilDate>, today: CivilDate) async -> Report {
+        var report = Report()
+        for provider in self.configuration.providers(for: league) {
+            guard let health = self.health[provider.name], health.isEnabled(now: self.clock.now),
+                let path = provider.path(league: league, days: days, today: today), let base = self.configuration.baseURLs[provider.name]
+            else { continue }
+            let started = self.clock.now
+            let parsed: (games: [ProviderGame], skipped: [String])
+            do {
+                let slot = health.reserveSlot(now: started)
+                if slot > started { try await self.clock.sleep(for: .milliseconds(slot - started)) }
+                parsed = try provider.parse(try await self.fetch(base + path), league: league)
+            } catch {
+                let reason = (error as? ProviderAnswerError)?.description ?? String(describing: error)
+                report.failures.append("\(provider.name): \(reason)")
+                let disabled = health.failed(reason, now: self.clock.now, window: self.configuration.failureWindow, disabledFor: self.configuration.disabledFor)
+                self.logger.warning(
+                    "a score provider failed", metadata: ["provider": "\(provider.name)", "league": "\(league)", "reason": "\(reason)"])
+                if disabled {
+                    self.logger.error(
+                        "a score provider is disabled after repeated failures",
+                        metadata: ["provider": "\(provider.name)", "for": "\(self.configuration.disabledFor)"])
+                }
+                await self.recordRun(provider.name, started: started, outcome: "\(league): failed: \(reason)", succeeded: false)
+                continue
+            }
+            report.provider = provider.name
+            report.reported = parsed.games.count
+            report.skipped = parsed.skipped
+            for target in self.configuration.targets {
+                do {
+                    let applied = try await self.apply(parsed.games, from: provider, container: target.container, environment: target.environment)
+                    (report.changed, report.created) = (report.changed + applied.changed, report.created + applied.created)
+                    report.refused += applied.refused
+                } catch {
+                    report.refused.append("\(target.environment): not written: \(error)")
+                    self.logger.error("a feed's games could not be written", metadata: ["provider": "\(provider.name)", "error": "\(error)"])
+                }
+            }
+            for refusal in report.refused + report.skipped {
+                self.logger.notice("a provider's game was left as it was", metadata: ["provider": "\(provider.name)", "why": "\(refusal)"])
+            }
+            Counter(label: "stadiumcloud_feed_games_changed_total", dimensions: [("provider", provider.name)]).increment(by: report.changed + report.created)
+            Counter(label: "stadiumcloud_feed_games_refused_total", dimensions: [("provider", provider.name)])
+                .increment(by: report.refused.count + report.skipped.count)
+            let outcome =
+                "\(league) \(days.lowerBound)…\(days.upperBound): \(report.reported) games, \(report.changed) changed, \(report.created) added, "
+                + "\(report.refused.count + report.skipped.count) refused"
+            health.succeeded(outcome)
+            await self.recordRun(provider.name, started: started, outcome: outcome, succeeded: true)
+            return report
+        }
+        return report
+    }
+
+    /// What applying one answer to one public database did.
+    struct Applied {
+        var changed = 0, created = 0
+        var refused: [String] = []
+    }
+
+    func apply(_ games: [ProviderGame], from provider: any ScoreProvider, container: String, environment: String) async throws -> Applied {
+        let database = try await self.records.database(container: container, environment: environment, scope: .public, owner: nil, logger: self.logger)
+        let catalog = try await self.canonical.catalog(for: database, logger: self.logger)
+        let matcher = GameMatcher(catalog: catalog)
+        let now = self.clock.now
+        var applied = Applied()
+        var updates: [String: [String: (ProviderGame, CivilDate)]] = [:]
+        var creates: [String: [RecordDraft]] = [:]
+        for reported in games {
+            let abbreviation = String(reported.league.dropFirst("league_".count))
+            switch matcher.match(reported) {
+            case .unreadable(let why):
+                applied.refused.append("\(provider.name) \(reported.id): \(why)")
+            case .game(let game, _):
+                let day = catalog.localDate(of: reported.startTime, at: game.stadium) ?? game.localDate
+                updates[CanonicalDataset.gameZone("\(abbreviation)_\(game.season)"), default: [:]][game.id] = (reported, day)
+            case .none(let home, let away):
+                guard provider.trust == .official else {
+                    applied.refused.append("\(provider.name) \(reported.id): matches no canonical game, and only an official source adds games")
+                    continue
+                }
+                guard let venue = matcher.venue(of: reported, home: home), let day = catalog.localDate(of: reported.startTime, at: venue),
+                    let new = GameUpdate.newGame(
+                        reported, league: (reported.league, abbreviation), home: home, away: away, venue: venue, localDate: day, now: now)
+                else {
+                    applied.refused.append("\(provider.name) \(reported.id): a new game without a season or a venue")
+                    continue
+                }
+                creates[new.zone, default: []].append(new.draft)
+            }
+        }
+        let zones = Set(updates.keys).union(creates.keys).sorted()
+        guard !zones.isEmpty else { return applied }
+        let names = updates.values.flatMap(\.keys) + creates.values.flatMap { $0.map(\.recordName) }
+        let trustByName = Dictionary(self.configuration.providers.map { ($0.name, $0.trust) }, uniquingKeysWith: { a, _ in a })
+        let sport = Dictionary(uniqueKeysWithValues: games.map { ($0.league, catalog.sports[$0.league]) }.uniqued(by: \.0))
+        let (zoneUpdates, zoneCreates) = (updates, creates)
+        let outcome = Mutex(Applied())
+        let stamp = ChangeStamp(timestamp: now, userRecordName: "_canonicalImport", deviceID: "feed " + provider.name)
+        try await self.records.rewriteZones(zones, in: database, only: names, stamp: stamp, logger: self.logger) { stored in
+            var result = Applied()
+            var drafts: [String: [RecordDraft]] = [:]
+            for zone in zones {
+                for (id, (reported, day)) in (zoneUpdates[zone] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                    guard let record = stored[zone]?[id], !record.deleted else { continue }
+                    switch GameUpdate.apply(
+                        reported, trust: provider.trust, to: record, localDate: day, sport: sport[reported.league] ?? nil, now: now,
+                        trustOf: { trustByName[$0] })
+                    {
+                    case .changed(let fields, _):
+                        drafts[zone, default: []].append(RecordDraft(recordName: id, recordType: "Game", fields: fields))
+                        result.changed += 1
+                    case .unchanged: break
+                    case .refused(let why): result.refused.append("\(provider.name) \(reported.id) (\(id)): \(why)")
+                    }
+                }
+                // A game another process added meanwhile is not added twice.
+                for draft in zoneCreates[zone] ?? [] where stored[zone]?[draft.recordName] == nil {
+                    drafts[zone, default: []].append(draft)
+                    result.created += 1
+                }
+            }
+            outcome.withLock { $0 = result }
+            return drafts
+        }
+        let written = outcome.withLock { $0 }
+        applied.changed = written.changed
+        applied.created = written.created
+        applied.refused += written.refused
+        return applied
+    }
+
+    /// The answer's bytes; throws on a transport error, a status other than 200, or an answer too large.
+    func fetch(_ url: String) async throws -> [UInt8] {
+        var request = HTTPClientRequest(url: url)
+        request.headers.add(name: "Accept", value: "application/json")
+        request.headers.add(name: "User-Agent", value: "StadiumCloud feeds")
+        let response = try await self.http.execute(request, timeout: .milliseconds(self.configuration.requestTimeout.milliseconds))
+        guard response.status == .ok else { throw ProviderAnswerError("HTTP \(response.status.code)") }
+        let body = try await response.body.collect(upTo: self.configuration.maxAnswerBytes)
+        return Array(body.readableBytesView)
+    }
+
+    func recordRun(_ provider: String, started: Int64, outcome: String, succeeded: Bool) async {
+        try? await self.records.recordJobRun(
+            JobRun(job: "feed " + provider, startedMs: started, endedMs: self.clock.now, outcome: outcome, succeeded: succeeded), logger: self.logger)
+    }
+
+    /// Each provider's state, for the console and tests: enabled, requests made, last outcome.
+    public var providerStates: [(name: String, enabled: Bool, requests: Int, lastOutcome: String)] {
+        let now = self.clock.now
+        return self.configuration.providers.compactMap { provider in
+            guard let health = self.health[provider.name] else { return nil }
+            let state = health.snapshot
+            return (provider.name, state.disabledUntil.map { $0 > now } != true, state.requests, state.lastOutcome)
+        }
+    }
+
+    /// The US Eastern calendar day at `time` (ms): the day North American leagues and their providers list games by.
+    static func usDay(of time: Int64) -> CivilDate {
+        let seconds = time / 1000 + Int64(Self.eastern.secondsFromGMT(for: Date(timeIntervalSince1970: Double(time) / 1000)))
+        return CivilDate(daysSince1970: Int(seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400))
+    }
+
+    static let eastern = TimeZone(identifier: "America/New_York")!
+}
+
+extension Sequence {
+    func uniqued<Key: Hashable>(by key: (Element) -> Key) -> [Element] {
+        var seen = Set<Key>()
+        return self.filter { seen.insert(key($0)).inserted }
+    }
+}
