@@ -22,7 +22,13 @@ extension CanonicalEndpoints {
         } else {
             throw CloudError.badRequest("date (YYYY-MM-DD) or from and to are required")
         }
-        return ["games": .array(catalog.games.games(on: days, filter).map { Self.named($0, catalog).json })]
+        var games = catalog.games.games(on: days, filter)
+        switch body["order"]?.stringValue {
+        case nil, "startTime"?: break
+        case "scoreboard"?: games.sort(by: Game.scoreboardOrder)
+        case let other?: throw CloudError.badRequest("order must be startTime or scoreboard, not \(other)")
+        }
+        return ["games": .array(games.map { Self.named($0, catalog).json })]
     }
 
     /// The local days with games for a league, team or venue, in a `month` (`2025-10`), a `season` (`2025`) or a

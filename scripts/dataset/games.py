@@ -70,15 +70,14 @@ VENUE_NAMES = {
     "Estadio Banorte": "stadium_nfl_estadio_azteca",  # Estadio Azteca's sponsor name from 2025 (Mexico City)
     "FC Bayern Munich Stadium": "stadium_nfl_allianz_arena",  # Allianz Arena under its sponsor-free UEFA/FIFA name
     "Santiago Bernabéu": "stadium_nfl_estadio_santiago_bernabeu",
+    "Maracanã Stadium": "stadium_nfl_estadio_do_maracana",  # English form of Estádio do Maracanã (Rio de Janeiro, 2026-09-27)
 }
 # ESPN venues of real games that are not in stadiums.json (no venue is invented here): their games are left out with
-# a NOTE, and listed in DATASET.md. A venue added to the dataset later resolves through its alias and stops the skip.
-VENUES_NOT_IN_DATASET = {
-    "Co-op Live": "Manchester, GB",  # NBA 2026-27 Manchester game
-    "Melbourne Cricket Ground": "Melbourne, AU",  # NFL 2026 week 1
-    "Maracanã Stadium": "Rio de Janeiro, BR",  # NFL 2026 week 3
-    "Stade de France": "Saint-Denis (Paris), FR",  # NFL 2026 week 7
-}
+# a NOTE, and listed in DATASET.md. A venue added to the dataset later resolves through its alias and stops the skip
+# (remove its entry here when its ESPN name is only a VENUE_NAMES spelling).
+# None at present: Co-op Live (NBA 2026-27), Melbourne Cricket Ground, Maracanã and Stade de France (NFL 2026), listed
+# here before, are now manual.NEUTRAL_VENUES. Entry format: ESPN venue name -> "City, country" (for the NOTE).
+VENUES_NOT_IN_DATASET = {}
 
 # Source errors corrected here (each listed in DATASET.md, "Games" -> corrections).
 # nflverse gives the designated home team's own stadium for the seven 2025 international games (location=Neutral).

@@ -107,7 +107,7 @@ TZ_BY_STATE = {
     ("DE", None): "Europe/Berlin",
     ("BR", None): "America/Sao_Paulo", ("IE", None): "Europe/Dublin", ("ES", None): "Europe/Madrid",
     ("FR", None): "Europe/Paris", ("SE", None): "Europe/Stockholm", ("FI", None): "Europe/Helsinki",
-    ("CZ", None): "Europe/Prague", ("US", "VA"): "America/New_York",
+    ("CZ", None): "Europe/Prague", ("US", "VA"): "America/New_York", ("AU", "VIC"): "Australia/Melbourne",
 }
 # (Montréal uses America/Toronto: America/Montreal is only a backward link.)
 
@@ -154,7 +154,8 @@ CITY_CENTERS = {
     "Dublin": (53.350, -6.260), "Madrid": (40.417, -3.704), "Paris": (48.857, 2.352), "Stockholm": (59.329, 18.069),
     "Helsinki": (60.170, 24.938), "Tampere": (61.498, 23.761), "Prague": (50.076, 14.438),
     "Daytona Beach": (29.211, -81.023), "Leesburg": (39.116, -77.564), "Fairfax": (38.846, -77.306),
-    "Hartford": (41.764, -72.685),
+    "Hartford": (41.764, -72.685), "Manchester": (53.480, -2.242), "Melbourne": (-37.814, 144.963),
+    "Rio de Janeiro": (-22.907, -43.173), "Saint-Denis": (48.936, 2.358),
 }
 
 # ---------------------------------------------------------------------------
@@ -1331,4 +1332,16 @@ NEUTRAL_VENUES = [
     NV("stadium_wnba_peoplesbank_arena", "PeoplesBank Arena", "Hartford", "CT", "US", K, 1975, 15635, (41.76806, -72.67667),
        [("Hartford Civic Center", "1975-01-09"), ("XL Center", "2007-10~"), ("PeoplesBank Arena", "2025-08~")],
        note="Connecticut Sun games in Hartford. Rename dates approximate."),
+    # Added with the NBA 2026-27 and NFL 2026 games (ESPN venue names; coordinates manual, to about 100 m).
+    NV("stadium_nba_co_op_live", "Co-op Live", "Manchester", None, "GB", K, 2024, 20500, (53.48639, -2.19972),
+       [("Co-op Live", "2024-05-14")],
+       note="Etihad Campus. NBA Manchester Game 2027-01-17. Capacity = all-seated (23,500 with standing); no basketball figure published."),
+    NV("stadium_nfl_melbourne_cricket_ground", "Melbourne Cricket Ground", "Melbourne", "VIC", "AU", F, 1853, 100024,
+       (-37.82000, 144.98333), [("Melbourne Cricket Ground", "1853")],
+       note="NFL Melbourne Game 2026 (first regular-season game in Australia). Ground granted to the Melbourne Cricket Club in 1853 (first match 1854)."),
+    NV("stadium_nfl_estadio_do_maracana", "Estádio do Maracanã", "Rio de Janeiro", None, "BR", F, 1950, 78838, (-22.91217, -43.23016),
+       [("Estádio do Maracanã", "1950-06-16")],
+       note="NFL Rio de Janeiro Game 2026 (ESPN: 'Maracanã Stadium'). Officially Estádio Jornalista Mário Filho since 1966 (not modelled: known as the Maracanã)."),
+    NV("stadium_nfl_stade_de_france", "Stade de France", "Saint-Denis", None, "FR", F, 1998, 80698, (48.92444, 2.36000),
+       [("Stade de France", "1998-01-28")], note="Saint-Denis, north of Paris. NFL Paris Game 2026."),
 ]

@@ -33,6 +33,7 @@ TZ_LON = {
     "Europe/London": (-8, 2), "Europe/Berlin": (5, 16), "Asia/Tokyo": (128, 146), "Asia/Seoul": (124, 132),
     "America/Sao_Paulo": (-54, -34), "Europe/Dublin": (-11, -5), "Europe/Madrid": (-10, 5), "Europe/Paris": (-5, 10),
     "Europe/Stockholm": (10, 25), "Europe/Helsinki": (19, 32), "Europe/Prague": (12, 19),
+    "Australia/Melbourne": (140, 150),
 }
 
 
@@ -396,9 +397,9 @@ EXPECTED_GAMES = {
     "mlb_2026": (2430, 1934),
     "nfl_2020": (269, 269), "nfl_2021": (285, 285), "nfl_2022": (284, 284), "nfl_2023": (285, 285), "nfl_2024": (285, 285),
     "nfl_2025": (285, 285),
-    "nfl_2026": (269, 0),
+    "nfl_2026": (272, 0),
     "nba_2022": (1230, 1230), "nba_2023": (1231, 1231), "nba_2024": (1321, 1321), "nba_2025": (1322, 1322),
-    "nba_2026": (1199, 0),
+    "nba_2026": (1200, 0),
     "nhl_2009": (1318, 1318), "nhl_2016": (1317, 1317), "nhl_2022": (1400, 1400), "nhl_2024": (1398, 1398),
     "nhl_2025": (1386, 1378),
     "wnba_2025": (311, 311), "wnba_2026": (331, 275),
@@ -581,6 +582,12 @@ def check_games(stadiums, teams, team_venues):
     spot("game_nfl_2026_401872965", homeTeamId="team_nfl_commanders", awayTeamId="team_nfl_colts", startTime="2026-10-04T13:30:00Z",
          stadiumId="stadium_nfl_tottenham_hotspur_stadium", neutralSite=True)
     spot("game_nfl_2026_401872660", homeTeamId="team_nfl_texans", stadiumId="stadium_nfl_nrg_stadium")  # ESPN: "Reliant Stadium"
+    # the four games at the venues added for the current seasons (manual.NEUTRAL_VENUES; venue-local dates)
+    for gid, venue, day in (("game_nba_2026_401910357", "stadium_nba_co_op_live", "2027-01-17"),
+                            ("game_nfl_2026_401872657", "stadium_nfl_melbourne_cricket_ground", "2026-09-11"),  # 09-10 in the US
+                            ("game_nfl_2026_401872960", "stadium_nfl_estadio_do_maracana", "2026-09-27"),  # ESPN: "Maracanã Stadium"
+                            ("game_nfl_2026_401873011", "stadium_nfl_stade_de_france", "2026-10-25")):
+        spot(gid, stadiumId=venue, localDate=day, neutralSite=True, status="scheduled")
     spot("game_nfl_2026_401873187", homeTeamId="team_nfl_texans", awayTeamId="team_nfl_titans", timeTBD=True, localDate="2027-01-10",
          startTime="2027-01-11T01:00:00Z")  # week 18: kick-off not set, 19:00 Houston
     spot("game_nba_2025_0022500644", localDate="2026-01-25", startTime="2026-01-25T22:30:00Z", homeScore=85, awayScore=111)  # make-up

@@ -47,6 +47,10 @@ enum GameUpdate {
         if storedStatus == .final, reported.status == .scheduled || reported.status == .live, trust != .official {
             return .refused("reports a final game as \(reported.status.rawValue)")
         }
+        // The original slot of a game already moved to its make-up is listed as postponed on its old day for ever.
+        if reported.status == .postponed, let start = fields["startTime"]?.value.int64Value, start > reported.startTime + 3_600_000 {
+            return .unchanged
+        }
         let storedDay = fields["localDate"]?.value.stringValue.flatMap { CivilDate($0) }
         if let storedDay, storedDay != localDate, trust != .official {
             return .refused("moves the game from \(storedDay) to \(localDate) without being an official source")

@@ -1,0 +1,252 @@
+import Canon
+import CloudCore
+import CloudHTTP
+import CloudPostgres
+import CloudRuntime
+import Feeds
+import Foundation
+import HTTPTypes
+import SportsDomain
+import Testing
+
+/// The score feeds against a replay server of the providers' recorded answers (and answers derived from them as a day
+/// unfolds), on loopback: games move through their states, devices following the season see each change, bad input
+/// changes nothing, providers fail over and are disabled by the rules in docs/FEEDS.md.
+@Suite struct FeedTests {
+    static func dataset(_ seasons: Set<String>) throws -> CanonicalDataset {
+        try CanonicalDataset.load(from: CanonicalFixtures.root.appendingPathComponent("Resources/canonical").path, gameSeasons: seasons)
+    }
+
+    /// A poller writing to the test container's development database, asking the replay server for every provider.
+    static func poller(_ server: TestServer, base: String, clock: ServerClock = .system) -> FeedPoller {
+        var configuration = FeedConfiguration()
+        configuration.baseURLs = configuration.baseURLs.mapValues { _ in base }
+        configuration.targets = [(TestServer.development.container, "development")]
+        return FeedPoller(
+            records: server.dependencies.records, canonical: CanonicalEndpoints(records: server.dependencies.records), configuration: configuration,
+            clock: clock, logger: TestDatabase.logger)
+    }
+
+    static func recorded(_ path: String) throws -> JSONValue {
+        try JSONValue.parse(try #require(FileManager.default.contents(atPath: CanonicalFixtures.root.deletingLastPathComponent().appendingPathComponent("shared/data/raw/games/" + path).path)))
+    }
+
+    static let espnNFL = "phillipbritain__ScoreMap/server/tests/ScoreMap.Server.Tests/Fixtures/Espn/nfl.json"
+    static let mlbDay = "zero-sum-seattle__python-mlb-statsapi/tests/mock_tests/mock_json/schedule/schedule_date.json"
+
+    static func game(_ server: TestServer, _ id: String, zone: String) async throws -> [String: JSONValue] {
+        let reply = try await server.call("records/lookup", ["records": [["recordName": .string(id)]], "zoneID": ["zoneName": .string(zone)]], database: "public")
+        return reply.records.first?["fields"]?.objectValue ?? [:]
+    }
+
+    static func value(_ fields: [String: JSONValue], _ name: String) -> JSONValue? { fields[name]?["value"] }
+
+    @Test func aDayOfFootballUnfoldsAndAFollowingDeviceSeesEveryState() async throws {
+        try await TestServer.runImported(try Self.dataset(["nfl_2026"])) { server in
+            try await ReplayServer.run { replay, base in
+                let poller = Self.poller(server, base: base)
+                let path = "/football/nfl/scoreboard?dates=20261004&limit=1000"
+                let day = CivilDate(year: 2026, month: 10, day: 4)!
+                let recorded = try Self.recorded(Self.espnNFL)
+                let zone = "games_nfl_2026", carolina = "game_nfl_2026_401872978"
+                var statuses: [String] = []
+                var token = try await server.call("changes/zone", ["zones": [["zoneID": ["zoneName": .string(zone)]]]], database: "public")
+                    .json["zones"]![0]!["syncToken"]!.stringValue!
+
+                // Before kick-off, at kick-off's third quarter (the recorded answer), at the final whistle.
+                let answers = [
+                    Self.espn(recorded, event: "401872978", state: "pre"), recorded,
+                    Self.espn(recorded, event: "401872978", state: "post", home: 25, away: 19),
+                ]
+                for (index, answer) in answers.enumerated() {
+                    replay.answer(path, Array(JSONWriter.encode(answer).utf8))
+                    let wait: JSONValue = ["zones": [["zoneID": ["zoneName": .string(zone)], "syncToken": .string(token)]], "timeout": 30]
+                    async let waiting = server.call("changes/wait", wait, database: "public")
+                    if index > 0 { try await eventually("the device waits") { server.dependencies.records.changes.feed.waiting == 1 } }
+                    let report = await poller.poll(league: "league_nfl", days: day...day, today: day)
+                    #expect(report.provider == "espn" && report.refused.isEmpty, "\(report)")
+                    #expect(try await waiting.json["changed"] == true)
+                    let delta = try await server.call(
+                        "changes/zone", ["zones": [["zoneID": ["zoneName": .string(zone)], "syncToken": .string(token)]]], database: "public")
+                    token = delta.json["zones"]![0]!["syncToken"]!.stringValue!
+                    let carolinaGame = delta.json["zones"]![0]!["records"]!.arrayValue!.first { $0["recordName"]?.stringValue == carolina }
+                    statuses.append(carolinaGame?["fields"]?["status"]?["value"]?.stringValue ?? "unchanged")
+                }
+                #expect(statuses == ["scheduled", "live", "final"] || statuses == ["unchanged", "live", "final"])
+
+                let final = try await Self.game(server, carolina, zone: zone)
+                #expect(Self.value(final, "homeScore") == 25 && Self.value(final, "awayScore") == 19 && Self.value(final, "liveSource") == "espn")
+                #expect(Self.value(final, "clock") == nil && Self.value(final, "liveUpdatedAt") != nil)
+
+                // The scoreboard: live games first, then upcoming by start time, then finals.
+                replay.answer(path, Array(JSONWriter.encode(recorded).utf8))
+                await poller.poll(league: "league_nfl", days: day...day, today: day)
+                let board = try await server.call("canonical/games", ["date": "2026-10-04", "league": "nfl", "order": "scoreboard"], database: "public")
+                let games = try #require(board.json["games"]?.arrayValue)
+                #expect(games.first?["canonicalId"] == .string(carolina) && games.first?["status"] == "live")
+                #expect(games.first?["period"] == 3 && games.first?["clock"] == "4:28" && games.first?["updatedAt"] != nil)
+                let ranks = games.compactMap { $0["status"]?.stringValue.flatMap(Game.Status.init(rawValue:))?.scoreboardRank }
+                #expect(ranks == ranks.sorted())
+
+                // Importing the season's file again (it says scheduled, no score) leaves what the feed wrote.
+                _ = try await server.importer.run(try Self.dataset(["nfl_2026"]), container: TestServer.development.container, environment: "development", dryRun: false)
+                #expect(Self.value(try await Self.game(server, carolina, zone: zone), "status") == "live")
+
+                // An operator's correction by hand is never overwritten by a feed.
+                let editor = CanonicalEditor(records: server.dependencies.records)
+                let edited = try await editor.edit(
+                    recordName: carolina, zone: zone, field: "homeScore", value: "23", in: TestServer.development, by: "ops", dryRun: false,
+                    logger: TestDatabase.logger)
+                #expect(edited.refused.isEmpty)
+                replay.answer(path, Array(JSONWriter.encode(Self.espn(recorded, event: "401872978", state: "post", home: 25, away: 19)).utf8))
+                await poller.poll(league: "league_nfl", days: day...day, today: day)
+                let pinned = try await Self.game(server, carolina, zone: zone)
+                #expect(Self.value(pinned, "homeScore") == 23 && Self.value(pinned, "status") == "final")
+
+                // Bad input: an impossible score and a game moved by days without a postponement leave those games as
+                // they were; the rest of the answer is applied.
+                var bad = Self.espn(recorded, event: "401872971", state: "post", home: 999, away: 3)
+                bad = Self.espn(bad, event: "401872979", date: "2026-10-09T00:15Z")
+                bad = Self.espn(bad, event: "401872965", state: "post", home: 14, away: 30)
+                replay.answer(path, Array(JSONWriter.encode(bad).utf8))
+                let report = await poller.poll(league: "league_nfl", days: day...day, today: day)
+                #expect(report.refused.count == 2, "\(report.refused)")
+                #expect(Self.value(try await Self.game(server, "game_nfl_2026_401872971", zone: zone), "homeScore") == 26)
+                #expect(Self.value(try await Self.game(server, "game_nfl_2026_401872979", zone: zone), "localDate") == "2026-10-05")
+                #expect(Self.value(try await Self.game(server, "game_nfl_2026_401872965", zone: zone), "homeScore") == 14)
+            }
+        }
+    }
+
+    @Test func theOfficialSourcePostponesAMakeUpMovesTheSameGameAndOnlyItAddsGames() async throws {
+        try await TestServer.runImported(try Self.dataset(["mlb_2022"])) { server in
+            try await ReplayServer.run { replay, base in
+                let poller = Self.poller(server, base: base)
+                let zone = "games_mlb_2022", opener = "game_mlb_2022_663178"
+                let recorded = try Self.recorded(Self.mlbDay)
+                let april7 = CivilDate(year: 2022, month: 4, day: 7)!, april8 = april7.adding(days: 1)
+                func path(_ day: CivilDate) -> String { "/api/v1/schedule?sportId=1&startDate=\(day)&endDate=\(day)&hydrate=linescore" }
+
+                // The recorded day applies: seven finals (as the dataset has them), the two postponed games' make-ups
+                // already moved to the next day stay as they are.
+                replay.answer(path(april7), Array(JSONWriter.encode(recorded).utf8))
+                let first = await poller.poll(league: "league_mlb", days: april7...april7, today: april7)
+                #expect(first.provider == "mlb-stats" && first.refused.isEmpty && first.created == 0, "\(first)")
+                #expect(Self.value(try await Self.game(server, "game_mlb_2022_661333", zone: zone), "status") == "final")
+
+                // The Cubs' opener is postponed, then made up the next day: the same record moves, no duplicate.
+                replay.answer(path(april7), Array(JSONWriter.encode(Self.mlb(recorded, game: 663178, code: "D", state: "Postponed")).utf8))
+                await poller.poll(league: "league_mlb", days: april7...april7, today: april7)
+                #expect(Self.value(try await Self.game(server, opener, zone: zone), "status") == "postponed")
+                let makeUp = Self.mlb(recorded, game: 663178, code: "F", state: "Final", date: "2022-04-08T18:20:00Z")
+                replay.answer(path(april8), Array(JSONWriter.encode(makeUp).utf8))
+                await poller.poll(league: "league_mlb", days: april8...april8, today: april8)
+                let moved = try await Self.game(server, opener, zone: zone)
+                #expect(Self.value(moved, "status") == "final" && Self.value(moved, "localDate") == "2022-04-08")
+                // The old day still lists the postponement: the make-up stands.
+                replay.answer(path(april7), Array(JSONWriter.encode(Self.mlb(recorded, game: 663178, code: "D", state: "Postponed")).utf8))
+                await poller.poll(league: "league_mlb", days: april7...april7, today: april7)
+                #expect(Self.value(try await Self.game(server, opener, zone: zone), "status") == "final")
+                let cubs = try await server.call("canonical/games", ["from": "2022-04-07", "to": "2022-04-08", "team": "team_mlb_cubs"], database: "public")
+                #expect(cubs.json["games"]?.arrayValue?.filter { $0["canonicalId"] == .string(opener) }.count == 1)
+
+                // A game the dataset lacks: the official source adds it; the season's import keeps it.
+                let added = Self.mlb(recorded, game: 663178, code: "S", state: "Scheduled", date: "2022-04-20T18:20:00Z", newID: 999_001)
+                let april20 = CivilDate(year: 2022, month: 4, day: 20)!
+                replay.answer(path(april20), Array(JSONWriter.encode(added).utf8))
+                #expect(await poller.poll(league: "league_mlb", days: april20...april20, today: april20).created == 1)
+                _ = try await server.importer.run(try Self.dataset(["mlb_2022"]), container: TestServer.development.container, environment: "development", dryRun: false)
+                let kept = try await Self.game(server, "game_mlb_2022_999001", zone: zone)
+                #expect(Self.value(kept, "status") == "scheduled" && Self.value(kept, "deprecatedAt") == nil)
+            }
+        }
+    }
+
+    @Test func aFailingProviderFallsBackAndAnUnofficialOneIsDisabledForADay() async throws {
+        try await TestServer.runImported(try Self.dataset(["nba_2026"])) { server in
+            try await ReplayServer.run { replay, base in
+                let clock = ManualClock(startingAt: GameTime.milliseconds("2026-10-21T03:00:00Z")!)
+                let poller = Self.poller(server, base: base, clock: clock.clock)
+                let day = CivilDate(year: 2026, month: 10, day: 20)!
+                let cdn = "/static/json/liveData/scoreboard/todaysScoreboard_00.json"
+                replay.answer(cdn, status: .internalServerError, [])
+                replay.answer("/basketball/nba/scoreboard?dates=20261020&limit=1000", Array(#"{"events":[]}"#.utf8))
+                for attempt in 1...4 {
+                    let report = await poller.poll(league: "league_nba", days: day...day, today: day)
+                    #expect(report.provider == "espn")
+                    #expect(report.failures.count == (attempt <= 3 ? 1 : 0), "attempt \(attempt): \(report.failures)")
+                    clock.advance(by: .seconds(60))
+                }
+                #expect(replay.requests.filter { $0 == cdn }.count == 3)
+                #expect(poller.providerStates.first { $0.name == "nba-cdn" }?.enabled == false)
+                // A day later it is asked again.
+                clock.advance(by: .seconds(86_400))
+                await poller.poll(league: "league_nba", days: day...day, today: day)
+                #expect(replay.requests.filter { $0 == cdn }.count == 4)
+
+                // An official provider is never disabled, however often it fails.
+                let nhl = "/v1/score/2026-10-20"
+                replay.answer(nhl, status: .serviceUnavailable, [])
+                for _ in 1...5 {
+                    await poller.poll(league: "league_nhl", days: day...day, today: day)
+                    clock.advance(by: .seconds(60))
+                }
+                #expect(replay.requests.filter { $0 == nhl }.count == 5)
+                #expect(poller.providerStates.first { $0.name == "nhl-web" }?.enabled == true)
+            }
+        }
+    }
+
+    // MARK: Answers derived from the recorded ones
+
+    /// ESPN's recorded scoreboard with one event moved to another state (`pre`, `in`, `post`), score or start.
+    static func espn(_ answer: JSONValue, event id: String, state: String? = nil, home: Int? = nil, away: Int? = nil, date: String? = nil) -> JSONValue {
+        guard case .object(var root) = answer, case .array(let events) = root["events"] else { return answer }
+        root["events"] = .array(
+            events.map { event in
+                guard event["id"]?.stringValue == id, case .object(var fields) = event else { return event }
+                if let date { fields["date"] = .string(date) }
+                if let state {
+                    let (name, completed, detail): (String, Bool, String) =
+                        switch state {
+                        case "pre": ("STATUS_SCHEDULED", false, "Scheduled")
+                        case "in": ("STATUS_IN_PROGRESS", false, "In Progress")
+                        default: ("STATUS_FINAL", true, "Final")
+                        }
+                    fields["status"] = [
+                        "period": .int(state == "pre" ? 0 : 4), "displayClock": "0:00",
+                        "type": ["name": .string(name), "state": .string(state), "completed": .bool(completed), "shortDetail": .string(detail)],
+                    ]
+                }
+                if case .array(var competitions) = fields["competitions"], case .object(var competition) = competitions[0],
+                    case .array(let competitors) = competition["competitors"]
+                {
+                    competition["competitors"] = .array(
+                        competitors.map { competitor in
+                            guard case .object(var side) = competitor else { return competitor }
+                            let isHome = side["homeAway"] == "home"
+                            if let score = isHome ? home : away { side["score"] = .string(String(score)) }
+                            if state == "pre" { side["score"] = "0" }
+                            return .object(side)
+                        })
+                    competitions[0] = .object(competition)
+                    fields["competitions"] = .array(competitions)
+                }
+                return .object(fields)
+            })
+        return .object(root)
+    }
+
+    /// The MLB Stats API's recorded day with one game in another state, at another time, or under a new gamePk.
+    static func mlb(_ answer: JSONValue, game pk: Int64, code: String, state: String, date: String? = nil, newID: Int64? = nil) -> JSONValue {
+        guard case .object(var root) = answer, case .array(let dates) = root["dates"] else { return answer }
+        var chosen: JSONValue?
+        for day in dates { for game in day["games"]?.arrayValue ?? [] where game["gamePk"]?.int64Value == pk { chosen = game } }
+        guard case .object(var game)? = chosen else { return answer }
+        game["status"] = ["codedGameState": .string(code), "detailedState": .string(state), "abstractGameState": code == "F" ? "Final" : "Preview"]
+        if let date { game["gameDate"] = .string(date) }
+        if let newID { game["gamePk"] = .int(newID) }
+        root["dates"] = [["games": [.object(game)]]]
+        return .object(root)
+    }
+}

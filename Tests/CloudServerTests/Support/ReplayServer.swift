@@ -1,0 +1,39 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Synchronization
+
+/// A score provider on 127.0.0.1 that answers what the test set for each path (recorded answers, or answers derived
+/// from them as a day unfolds), 404 for anything else, and counts the requests: the feeds' tests never reach the
+/// internet.
+final class ReplayServer: Sendable {
+    private let answers = Mutex<[String: (status: HTTPResponse.Status, body: [UInt8])]>([:])
+    private let asked = Mutex<[String]>([])
+
+    /// Answers `path` (with its query) with `body` from now on.
+    func answer(_ path: String, status: HTTPResponse.Status = .ok, _ body: [UInt8]) {
+        self.answers.withLock { $0[path] = (status, body) }
+    }
+
+    /// Every path asked so far, in order.
+    var requests: [String] { self.asked.withLock { $0 } }
+
+    /// Runs `body` with a replay server listening on a free loopback port, given its base URL.
+    static func run(_ body: @Sendable (ReplayServer, String) async throws -> Void) async throws {
+        let replay = ReplayServer()
+        let router = Router()
+        router.get("**") { request, _ -> Response in
+            let path = request.uri.description
+            replay.asked.withLock { $0.append(path) }
+            guard let answer = replay.answers.withLock({ $0[path] }) else { return Response(status: .notFound) }
+            return Response(
+                status: answer.status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
+        }
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+        try await app.test(.live) { client in
+            try await body(replay, "http://127.0.0.1:\(client.port!)")
+        }
+    }
+}
