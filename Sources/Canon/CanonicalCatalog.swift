@@ -6,7 +6,7 @@ import Foundation
 /// places (`CanonicalDirectory`), games (`GameIndex`), leagues and the venues' time zones.
 public struct CanonicalCatalog: Sendable {
     public let directory: CanonicalDirectory
-    public let games: GameIndex
+    public private(set) var games: GameIndex
     /// League id → sport (`league_mlb` → `baseball`).
     public let sports: [String: String]
     /// `mlb`, `MLB` and `league_mlb` → `league_mlb`.
@@ -20,8 +20,12 @@ public struct CanonicalCatalog: Sendable {
     public static let recordTypes = ["League", "Stadium", "Team", "StadiumAlias", "TeamAlias", "Game", "AchievementDefinition"]
 
     public init(records: [Record]) {
+        self.init(records: records, games: GameIndex(records: records.filter { $0.recordType == "Game" }))
+    }
+
+    private init(records: [Record], games: GameIndex) {
         self.directory = CanonicalDirectory(records: records)
-        self.games = GameIndex(records: records.filter { $0.recordType == "Game" })
+        self.games = games
         var sports: [String: String] = [:]
         var leagueIDs: [String: String] = [:]
         var zones: [String: TimeZone] = [:]
@@ -44,6 +48,15 @@ public struct CanonicalCatalog: Sendable {
             }
         }
         (self.sports, self.leagueIDs, self.timeZones, self.achievements) = (sports, leagueIDs, zones, achievements)
+    }
+
+    /// The catalog with `changed` applied when only games changed (a score feed's writes, a day's results): the
+    /// directory stays, the game index is updated in memory. Nil when anything else changed: build it again.
+    public func updating(with changed: [Record]) -> CanonicalCatalog? {
+        guard changed.allSatisfy({ $0.recordType == "Game" }) else { return nil }
+        var catalog = self
+        catalog.games = self.games.updating(with: changed)
+        return catalog
     }
 
     /// The league id for `mlb`, `MLB` or `league_mlb`; nil when there is no such league.

@@ -92,7 +92,8 @@ public struct CanonicalImportPlan: Sendable {
         guard stored.recordType == "Game" else { return source }
         let pinnedField = Game.pinnedFieldsField
         let pinned = stored.fields[pinnedField]?.value.arrayValue?.compactMap(\.stringValue) ?? []
-        var kept = Set(pinned)
+        // The ids feeds know the game by are kept whatever the import brings.
+        var kept = Set(pinned).union(["feedIds"])
         if !pinned.isEmpty { kept.insert(pinnedField) }
         if stored.fields["liveUpdatedAt"] != nil { kept.formUnion(Game.feedFields) }
         var fields = source

@@ -30,29 +30,35 @@ public struct GameIndex: Sendable {
     /// `league|id` for each game's `sourceGameId` and `league|provider:id` for each id a score feed knows it by
     /// (`feedIds`) → index: how a feed finds a game again after it moved to another day.
     private let byFeedKey: [String: Int]
-    /// Game id → the `provider:id`s feeds know it by.
-    private let feedIDs: [String: [String]]
     /// First and last local day of each league-season (`league_mlb|2025`).
     private let seasonSpans: [String: ClosedRange<CivilDate>]
 
     /// Builds the index from `Game` records; deleted and deprecated games (dropped by their source) are left out.
     public init(records: [Record]) {
-        self.games = records.compactMap(Self.game(from:)).sorted(by: Game.byStart)
-        var feedKeys: [String: [String]] = [:]
-        for record in records where record.recordType == "Game" && !record.deleted {
-            let ids = (record.fields["sourceGameId"]?.value.stringValue.map { [$0] } ?? [])
-                + (record.fields["feedIds"]?.value.arrayValue?.compactMap(\.stringValue) ?? [])
-            if !ids.isEmpty { feedKeys[record.recordName] = ids }
-        }
-        var byFeedKey: [String: Int] = [:]
+        self.init(entries: Dictionary(records.compactMap(Self.entry(from:)).map { ($0.game.id, $0) }, uniquingKeysWith: { _, last in last }))
+    }
+
+    /// A game with the ids it is known by: its `sourceGameId` and the `provider:id`s of its `feedIds`.
+    struct Entry: Sendable {
+        var game: Game
+        var ids: [String]
+    }
+
+    /// Every live game by id, to update the index without reading the records again.
+    private let entries: [String: Entry]
+
+    private init(entries: [String: Entry]) {
+        self.entries = entries
+        self.games = entries.values.map(\.game).sorted(by: Game.byStart)
         var byDate: [CivilDate: [Int]] = [:]
         var byTeam: [String: [Int]] = [:]
         var byVenue: [String: [Int]] = [:]
         var spans: [String: ClosedRange<CivilDate>] = [:]
         var byID: [String: Int] = [:]
+        var byFeedKey: [String: Int] = [:]
         for (index, game) in self.games.enumerated() {
             byID[game.id] = index
-            for id in feedKeys[game.id] ?? [] { byFeedKey[game.league + "|" + id] = index }
+            for id in entries[game.id]?.ids ?? [] { byFeedKey[game.league + "|" + id] = index }
             byDate[game.localDate, default: []].append(index)
             byTeam[game.homeTeam, default: []].append(index)
             byTeam[game.awayTeam, default: []].append(index)
@@ -63,12 +69,31 @@ public struct GameIndex: Sendable {
         }
         (self.byDate, self.byTeam, self.byVenue, self.seasonSpans, self.byID) = (byDate, byTeam, byVenue, spans, byID)
         self.byFeedKey = byFeedKey
-        self.feedIDs = feedKeys.mapValues { $0.filter { $0.contains(":") } }
     }
+
+    /// The index with `records` (changed `Game` records, live, deprecated or deleted) applied: what a live game day
+    /// costs instead of reading every game again.
+    public func updating(with records: [Record]) -> GameIndex {
+        var entries = self.entries
+        for record in records where record.recordType == "Game" {
+            entries[record.recordName] = Self.entry(from: record)
+        }
+        return GameIndex(entries: entries)
+    }
+
+    static func entry(from record: Record) -> Entry? {
+        guard record.recordType == "Game", !record.deleted, let game = Game(recordName: record.recordName, fields: record.fields) else { return nil }
+        let ids = (record.fields["sourceGameId"]?.value.stringValue.map { [$0] } ?? [])
+            + (record.fields["feedIds"]?.value.arrayValue?.compactMap(\.stringValue) ?? [])
+        return Entry(game: game, ids: ids)
+    }
+
+    /// The live game with this canonical id.
+    public func game(_ id: String) -> Game? { self.byID[id].map { self.games[$0] } }
 
     /// True when the game is known by another id of `provider` than `id`: a doubleheader's other game.
     public func isClaimed(_ gameID: String, by provider: String, otherThan id: String) -> Bool {
-        (self.feedIDs[gameID] ?? []).contains { $0.hasPrefix(provider + ":") && $0 != provider + ":" + id }
+        (self.entries[gameID]?.ids ?? []).contains { $0.hasPrefix(provider + ":") && $0 != provider + ":" + id }
     }
 
     /// The live game of `league` a provider knows as `id` (`provider:id` once a feed has matched it, or the
@@ -77,13 +102,6 @@ public struct GameIndex: Sendable {
         (self.byFeedKey[league + "|" + provider + ":" + id] ?? self.byFeedKey[league + "|" + id]).map { self.games[$0] }
     }
 
-    /// The live game with this canonical id.
-    public func game(_ id: String) -> Game? { self.byID[id].map { self.games[$0] } }
-
-    static func game(from record: Record) -> Game? {
-        guard record.recordType == "Game", !record.deleted else { return nil }
-        return Game(recordName: record.recordName, fields: record.fields)
-    }
 
     /// Games whose local day is in `days`, by start time.
     public func games(on days: ClosedRange<CivilDate>, _ filter: Filter = Filter()) -> [Game] {

@@ -70,14 +70,17 @@ extension RecordStore {
     /// Every live record of `types` in the database's listed zones, in one snapshot, for callers that keep a derived
     /// index and rebuild it when `listedZonesHead` moves. Unlisted zones (a trip poll's, in the public database) hold
     /// no data shared with everyone.
-    public func records(ofTypes types: [String], in database: DatabaseRef, logger: Logger) async throws -> [Record] {
+    /// With `changedAfter`, only the records changed after that point, deleted ones included (to update such an
+    /// index rather than rebuild it).
+    public func records(ofTypes types: [String], in database: DatabaseRef, changedAfter: Int64? = nil, logger: Logger) async throws -> [Record] {
         try await self.client.reading { connection in
             var builder = SQLBuilder()
             let columns = Self.recordColumns(&builder, desiredKeys: nil)
+            let which = changedAfter.map { "r.change_seq > \(builder.bind($0))" } ?? "NOT r.deleted"
             builder.append(
                 """
                 SELECT \(columns) FROM zones z
-                JOIN records r ON r.zone_id = z.id AND NOT r.deleted AND r.record_type = ANY(\(builder.bind(types))::text[])
+                JOIN records r ON r.zone_id = z.id AND \(which) AND r.record_type = ANY(\(builder.bind(types))::text[])
                 WHERE z.database_id = \(builder.bind(database.id)) AND NOT z.deleted
                 AND NOT starts_with(z.zone_name, \(builder.bind(UnlistedZone.prefix)))
                 """)

@@ -37,12 +37,12 @@ enum GameUpdate {
         for score in [reported.home.score, reported.away.score].compactMap({ $0 }) where score < 0 || score > maximum {
             return .refused("impossible score \(reported.home.score ?? 0)-\(reported.away.score ?? 0) for \(sport ?? "this sport")")
         }
-        if let source = fields["liveSource"]?.value.stringValue, source != reported.provider, let theirs = trustOf(source), theirs < trust,
-            storedStatus == .final
-        {
+        // A final reported by a more trusted source (the dataset's results count as official) stands.
+        let source = fields["liveSource"]?.value.stringValue
+        if storedStatus == .final, source != reported.provider, (source.flatMap(trustOf) ?? .official) < trust {
             let same = reported.status == .final && fields["homeScore"]?.value.int64Value == reported.home.score.map(Int64.init)
                 && fields["awayScore"]?.value.int64Value == reported.away.score.map(Int64.init)
-            return same ? .unchanged : .refused("disagrees with \(source), which is more trusted and reported the game final")
+            return same ? .unchanged : .refused("disagrees with \(source ?? "the dataset"), which is more trusted and has the game final")
         }
         if storedStatus == .final, reported.status == .scheduled || reported.status == .live, trust != .official {
             return .refused("reports a final game as \(reported.status.rawValue)")
@@ -78,13 +78,16 @@ enum GameUpdate {
         var ids = Set(fields["feedIds"]?.value.arrayValue?.compactMap(\.stringValue) ?? [])
         ids.insert(reported.provider + ":" + reported.id)
         set("feedIds", FieldValue(type: .stringList, value: .array(ids.sorted().map(JSONValue.string))))
-        set("liveSource", .string(reported.provider))
 
         // What an operator corrected by hand stays as it is.
         for name in fields[Game.pinnedFieldsField]?.value.arrayValue?.compactMap(\.stringValue) ?? [] { fields[name] = stored.fields[name] }
         let changed = Set(fields.keys).union(stored.fields.keys).filter { fields[$0] != stored.fields[$0] }.sorted()
         guard !changed.isEmpty else { return .unchanged }
-        fields["liveUpdatedAt"] = FieldValue(type: .timestamp, value: .int(now))
+        // Learning one more id of a game is not news about it: only a change of its state makes it the feed's.
+        if changed != ["feedIds"] {
+            fields["liveSource"] = .string(reported.provider)
+            fields["liveUpdatedAt"] = FieldValue(type: .timestamp, value: .int(now))
+        }
         return .changed(fields, fields: changed)
     }
 
@@ -92,7 +95,7 @@ enum GameUpdate {
     /// as a new canonical record; nil when the report lacks the season.
     static func newGame(
         _ reported: ProviderGame, league: (id: String, abbreviation: String), home: String, away: String, venue: String, localDate: CivilDate,
-        now: Int64
+        sport: String?, now: Int64
     ) -> (zone: String, draft: RecordDraft)? {
         guard let season = reported.season else { return nil }
         let straddles = ["nba", "nhl"].contains(league.abbreviation)
@@ -110,7 +113,7 @@ enum GameUpdate {
         fields["status"] = .string(Game.Status.scheduled.rawValue)
         let stamp = ChangeStamp(timestamp: now, userRecordName: "_feed", deviceID: reported.provider)
         let record = Record(recordName: id, recordType: "Game", changeSeq: 0, fields: fields, created: stamp, modified: stamp)
-        guard case .changed(let updated, _) = Self.apply(reported, trust: .official, to: record, localDate: localDate, sport: nil, now: now, trustOf: { _ in nil })
+        guard case .changed(let updated, _) = Self.apply(reported, trust: .official, to: record, localDate: localDate, sport: sport, now: now, trustOf: { _ in nil })
         else { return nil }
         return (CanonicalDataset.gameZone("\(league.abbreviation)_\(season)"), RecordDraft(recordName: id, recordType: "Game", fields: updated))
     }

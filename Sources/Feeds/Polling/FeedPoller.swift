@@ -90,7 +90,10 @@ public final class FeedPoller: Service, Sendable {
                 let key = league + " " + poll.kind
                 guard self.due.withLock({ ($0[key] ?? 0) <= now }) else { continue }
                 self.due.withLock { $0[key] = now + poll.every.milliseconds }
-                _ = await self.poll(league: league, days: poll.days, today: today)
+                // When no provider answered, the poll is tried again soon rather than after its whole interval.
+                if await self.poll(league: league, days: poll.days, today: today).provider == nil, poll.every > self.configuration.todayInterval {
+                    self.due.withLock { $0[key] = now + self.configuration.todayInterval.milliseconds }
+                }
             }
         }
     }
@@ -182,7 +185,8 @@ public final class FeedPoller: Service, Sendable {
                 }
                 guard let venue = matcher.venue(of: reported, home: home), let day = catalog.localDate(of: reported.startTime, at: venue),
                     let new = GameUpdate.newGame(
-                        reported, league: (reported.league, abbreviation), home: home, away: away, venue: venue, localDate: day, now: now)
+                        reported, league: (reported.league, abbreviation), home: home, away: away, venue: venue, localDate: day,
+                        sport: catalog.sports[reported.league], now: now)
                 else {
                     applied.refused.append("\(provider.name) \(reported.id): a new game without a season or a venue")
                     continue
@@ -237,8 +241,9 @@ public final class FeedPoller: Service, Sendable {
         request.headers.add(name: "Accept", value: "application/json")
         request.headers.add(name: "User-Agent", value: "StadiumCloud feeds")
         let response = try await self.http.execute(request, timeout: .milliseconds(self.configuration.requestTimeout.milliseconds))
-        guard response.status == .ok else { throw ProviderAnswerError("HTTP \(response.status.code)") }
         let body = try await response.body.collect(upTo: self.configuration.maxAnswerBytes)
+        // (The body is read either way: an unread one would keep its connection from the client's pool.)
+        guard response.status == .ok else { throw ProviderAnswerError("HTTP \(response.status.code)") }
         return Array(body.readableBytesView)
     }
 
