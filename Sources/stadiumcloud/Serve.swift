@@ -60,6 +60,8 @@ struct Serve: AsyncParsableCommand {
     var feedURL: [String] = []
     @Option(help: "An environment whose public database the feeds keep current (repeatable).")
     var feedEnvironment = ["production", "development"]
+    @Option(help: "Seconds between polls of a league with a game being played.")
+    var feedLiveIntervalSeconds = Int(FeedConfiguration().liveInterval.components.seconds)
 
     /// A bucket holds this many seconds of its rate, as the defaults do.
     private static let accountBurst = Self.defaults.rateLimits.perAccount.burst / Self.defaults.rateLimits.perAccount.perSecond
@@ -140,6 +142,7 @@ struct Serve: AsyncParsableCommand {
             let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
             feeds.baseURLs[parts[0]] = parts[1].hasSuffix("/") ? String(parts[1].dropLast()) : parts[1]
         }
+        feeds.liveInterval = .seconds(max(1, self.feedLiveIntervalSeconds))
         feeds.targets = containers.sorted().flatMap { container in self.feedEnvironment.map { (container, $0) } }
         return feeds
     }

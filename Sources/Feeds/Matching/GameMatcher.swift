@@ -17,22 +17,24 @@ struct GameMatcher {
         case unreadable(String)
     }
 
-    func match(_ reported: ProviderGame) -> Outcome {
+    /// - Parameter taken: games other reports of the same answer matched (both halves of a doubleheader may come
+    ///   without a game number).
+    func match(_ reported: ProviderGame, taken: Set<String> = []) -> Outcome {
+        if let known = self.catalog.games.game(league: reported.league, provider: reported.provider, id: reported.id) {
+            return .game(known, knownByID: true)
+        }
         guard let home = self.team(reported.home, league: reported.league, at: reported.startTime) else {
             return .unreadable("no \(reported.league) team is called \(reported.home.names.joined(separator: " / "))")
         }
         guard let away = self.team(reported.away, league: reported.league, at: reported.startTime) else {
             return .unreadable("no \(reported.league) team is called \(reported.away.names.joined(separator: " / "))")
         }
-        if let known = self.catalog.games.game(league: reported.league, provider: reported.provider, id: reported.id) {
-            return .game(known, knownByID: true)
-        }
         let utcDay = CivilDate(daysSince1970: Int(reported.startTime / 86_400_000))
         let sameDay = self.catalog.games.games(on: utcDay.adding(days: -1)...utcDay.adding(days: 1), GameIndex.Filter(leagues: [reported.league], team: home))
             .filter { game in
                 game.homeTeam == home && game.awayTeam == away && self.catalog.localDate(of: reported.startTime, at: game.stadium) == game.localDate
                     // A game another id of this provider already claimed is the other half of a doubleheader.
-                    && !self.catalog.games.isClaimed(game.id, by: reported.provider, otherThan: reported.id)
+                    && !self.catalog.games.isClaimed(game.id, by: reported.provider, otherThan: reported.id) && !taken.contains(game.id)
             }
         guard !sameDay.isEmpty else { return .none(home: home, away: away) }
         if sameDay.count > 1, let number = reported.gameNumber, sameDay.indices.contains(number - 1) {

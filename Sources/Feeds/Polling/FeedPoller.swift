@@ -48,16 +48,24 @@ public final class FeedPoller: Service, Sendable {
         public var failures: [String] = []
     }
 
+    /// Polls while this process holds the cluster's feed lock; the others try for it every minute. The lock is given
+    /// up every `lease` so a process that stopped polling (but not dying) does not hold the feeds for ever.
     public func run() async throws {
         while !Task.isCancelled {
-            _ = try? await self.records.exclusively("feeds", logger: self.logger) { await self.runDue() }
-            let now = self.clock.now
-            let next = self.due.withLock { $0.values.min() } ?? now + 60_000
-            try await cancelWhenGracefulShutdown {
-                try await self.clock.sleep(for: .milliseconds(min(max(next - now, 1000), 60_000)))
+            _ = try? await self.records.exclusively("feeds", logger: self.logger) {
+                let until = self.clock.now + Self.lease.milliseconds
+                while !Task.isCancelled, self.clock.now < until {
+                    await self.runDue()
+                    let now = self.clock.now
+                    let next = self.due.withLock { $0.values.min() } ?? now + 60_000
+                    try await self.clock.sleep(for: .milliseconds(min(max(next - now, 1000), 60_000)))
+                }
             }
+            try await self.clock.sleep(for: .seconds(60))
         }
     }
+
+    static let lease = Duration.seconds(3600)
 
     /// The polls due now: live leagues every `liveInterval`, leagues with games left today every `todayInterval`,
     /// the coming days' schedule daily, the last days' results for corrections every `recentInterval`.
@@ -81,9 +89,11 @@ public final class FeedPoller: Service, Sendable {
                 ("schedule", today...today.adding(days: self.configuration.scheduleDays - 1), self.configuration.scheduleInterval),
                 ("recent", today.adding(days: -self.configuration.recentDays)...today.adding(days: -1), self.configuration.recentInterval),
             ]
-            if let first = playing.map({ Self.usDay(of: $0.startTime) }).min() {
-                polls.append(("live", first...today, self.configuration.liveInterval))
-            } else if !unfinished.isEmpty {
+            // One poll per day with a game being played: a provider that knows only today (the NBA's CDN) still
+            // answers for today's, and a game past midnight is asked for on its own day.
+            let playingDays = Set(playing.map { Self.usDay(of: $0.startTime) }).sorted()
+            for day in playingDays { polls.append(("live \(day)", day...day, self.configuration.liveInterval)) }
+            if playingDays.isEmpty, !unfinished.isEmpty {
                 polls.append(("today", today...today, self.configuration.todayInterval))
             }
             for poll in polls {
@@ -170,12 +180,14 @@ public final class FeedPoller: Service, Sendable {
         var applied = Applied()
         var updates: [String: [String: (ProviderGame, CivilDate)]] = [:]
         var creates: [String: [RecordDraft]] = [:]
+        var taken = Set<String>()
         for reported in games {
             let abbreviation = String(reported.league.dropFirst("league_".count))
-            switch matcher.match(reported) {
+            switch matcher.match(reported, taken: taken) {
             case .unreadable(let why):
                 applied.refused.append("\(provider.name) \(reported.id): \(why)")
             case .game(let game, _):
+                taken.insert(game.id)
                 let day = catalog.localDate(of: reported.startTime, at: game.stadium) ?? game.localDate
                 updates[CanonicalDataset.gameZone("\(abbreviation)_\(game.season)"), default: [:]][game.id] = (reported, day)
             case .none(let home, let away):

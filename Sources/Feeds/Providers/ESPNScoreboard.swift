@@ -34,6 +34,9 @@ public struct ESPNScoreboard: ScoreProvider {
             let id = event["id"]?.stringValue ?? "?"
             // Preseason and exhibition games are not canonical games.
             if event["season"]?["type"]?.int64Value == 1 || event["season"]?["slug"]?.stringValue == "preseason" { continue }
+            // All-star games are between no franchise teams.
+            let name = event["name"]?.stringValue ?? ""
+            if name.contains("All-Star") || name.contains("Pro Bowl") { continue }
             guard let competition = event["competitions"]?[0], let competitors = competition["competitors"]?.arrayValue,
                 let home = competitors.first(where: { $0["homeAway"]?.stringValue == "home" }),
                 let away = competitors.first(where: { $0["homeAway"]?.stringValue == "away" }),

@@ -188,6 +188,15 @@ import Testing
                 clock.advance(by: .seconds(86_400))
                 await poller.poll(league: "league_nba", days: day...day, today: day)
                 #expect(replay.requests.filter { $0 == cdn }.count == 4)
+                // Requests to a provider are spaced by its rate limit (the NBA's CDN: two a second), on the poller's
+                // clock: asked again at once, it waits half a second before asking.
+                async let again = poller.poll(league: "league_nba", days: day...day, today: day)
+                try await clock.waitForSleepers(1)
+                #expect(replay.requests.filter { $0 == cdn }.count == 4)
+                clock.advance(by: .seconds(1))
+                #expect(await again.provider == "espn")
+                #expect(replay.requests.filter { $0 == cdn }.count == 5)
+                clock.advance(by: .seconds(60))
 
                 // An official provider is never disabled, however often it fails.
                 let nhl = "/v1/score/2026-10-20"
