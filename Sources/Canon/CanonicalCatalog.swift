@@ -15,6 +15,9 @@ public struct CanonicalCatalog: Sendable {
     private let timeZones: [String: TimeZone]
     /// The ids of the live achievement definitions.
     public let achievements: Set<String>
+    /// Each league's teams by their current name's last word(s) and code, normalized (`bruins`, `bos`): how score
+    /// providers that give only a nickname or a code name a team.
+    private let teamsByShortName: [String: [String: Set<String>]]
 
     /// The record types the catalog is built from.
     public static let recordTypes = ["League", "Stadium", "Team", "StadiumAlias", "TeamAlias", "Game", "AchievementDefinition"]
@@ -31,8 +34,15 @@ public struct CanonicalCatalog: Sendable {
         var zones: [String: TimeZone] = [:]
         var known: [String: TimeZone] = [:]
         var achievements = Set<String>()
+        var short: [String: [String: Set<String>]] = [:]
         for record in records where !record.deleted {
             switch record.recordType {
+            case "Team":
+                guard let league = record.fields["league"]?.value["recordName"]?.stringValue else { break }
+                let words = (record.fields["name"]?.value.stringValue ?? "").split(separator: " ")
+                var names = (1..<max(words.count, 1)).map { words.suffix($0).joined(separator: " ") }
+                if let code = record.fields["abbreviation"]?.value.stringValue { names.append(code) }
+                for name in names { short[league, default: [:]][CanonicalDirectory.normalize(name), default: []].insert(record.recordName) }
             case "League":
                 sports[record.recordName] = record.fields["sport"]?.value.stringValue
                 leagueIDs[record.recordName] = record.recordName
@@ -48,6 +58,13 @@ public struct CanonicalCatalog: Sendable {
             }
         }
         (self.sports, self.leagueIDs, self.timeZones, self.achievements) = (sports, leagueIDs, zones, achievements)
+        self.teamsByShortName = short
+    }
+
+    /// The one team of `league` whose current nickname or code is `name` ("Bruins", "BOS"); nil when none or several.
+    public func team(shortName name: String, league: String) -> String? {
+        guard let teams = self.teamsByShortName[league]?[CanonicalDirectory.normalize(name)], teams.count == 1 else { return nil }
+        return teams.first
     }
 
     /// The catalog with `changed` applied when only games changed (a score feed's writes, a day's results): the

@@ -45,7 +45,8 @@ struct GameMatcher {
     }
 
     /// The canonical team of `league` one of the provider's names for it resolves to (the most specific name that
-    /// names exactly one team of the league, with the names of that date).
+    /// names exactly one team of the league, with the names of that date), else the one team whose current nickname
+    /// or code it is.
     func team(_ side: ProviderGame.Side, league: String, at time: Int64) -> String? {
         for name in side.names {
             let teams = self.catalog.directory.resolve(name, on: time).filter { resolution in
@@ -54,7 +55,8 @@ struct GameMatcher {
             let ids = Set(teams.map(\.canonicalId))
             if ids.count == 1 { return ids.first }
         }
-        return nil
+        // A nickname or code alone ("Bruins", "BOS"), as the NHL's scores give them, against the teams' current ones.
+        return side.names.lazy.compactMap { self.catalog.team(shortName: $0, league: league) }.first
     }
 
     /// The venue a new game is played at: the provider's venue when it names one of ours, else the home team's home.

@@ -211,6 +211,32 @@ import Testing
         }
     }
 
+    @Test func theNHLsOwnScoresFindTheirGamesByNicknameAndCode() async throws {
+        try await TestServer.runImported(try Self.dataset(["nhl_2025"])) { server in
+            try await ReplayServer.run { replay, base in
+                let poller = Self.poller(server, base: base)
+                let day = CivilDate(year: 2026, month: 4, day: 11)!
+                // Under ids the dataset does not know, so each game is found by its derived key.
+                guard case .object(var answer) = try Self.recorded("kas21__nhl-scoreboard/tests/fixtures/nhl/score_2026-04-11.json"),
+                    case .array(let games) = answer["games"]
+                else { throw ProviderAnswerError("the recorded NHL answer has games") }
+                answer["games"] = .array(
+                    games.map { game in
+                        guard case .object(var fields) = game, let id = fields["id"]?.int64Value else { return game }
+                        fields["id"] = .int(id + 7_000_000_000)
+                        return .object(fields)
+                    })
+                replay.answer("/v1/score/2026-04-11", Array(JSONWriter.encode(.object(answer)).utf8))
+                let report = await poller.poll(league: "league_nhl", days: day...day, today: day)
+                // The score answer names teams "Bruins" and "BOS" only; every game is one of the dataset's finals.
+                #expect(report.provider == "nhl-web" && report.reported == 15 && report.refused.isEmpty && report.created == 0, "\(report)")
+                let boston = try await Self.game(server, "game_nhl_2025_2025021261", zone: "games_nhl_2025")
+                #expect(Self.value(boston, "status") == "final" && Self.value(boston, "homeScore") == 1 && Self.value(boston, "awayScore") == 2)
+                #expect(Self.value(boston, "feedIds") == ["nhl-web:9025021261"])
+            }
+        }
+    }
+
     // MARK: Answers derived from the recorded ones
 
     /// ESPN's recorded scoreboard with one event moved to another state (`pre`, `in`, `post`), score or start.
