@@ -119,6 +119,13 @@ import Testing
                 #expect(Self.value(try await Self.game(server, "game_nfl_2026_401872971", zone: zone), "homeScore") == 26)
                 #expect(Self.value(try await Self.game(server, "game_nfl_2026_401872979", zone: zone), "localDate") == "2026-10-05")
                 #expect(Self.value(try await Self.game(server, "game_nfl_2026_401872965", zone: zone), "homeScore") == 14)
+
+                // A flexed kick-off on the same local day moves the same game, whoever reports it.
+                replay.answer(path, Array(JSONWriter.encode(Self.espn(bad, event: "401872979", date: "2026-10-05T17:00Z")).utf8))
+                await poller.poll(league: "league_nfl", days: day...day, today: day)
+                let flexed = try await Self.game(server, "game_nfl_2026_401872979", zone: zone)
+                #expect(Self.value(flexed, "startTime")?.int64Value == GameTime.milliseconds("2026-10-05T17:00:00Z"))
+                #expect(Self.value(flexed, "localDate") == "2026-10-05")
             }
         }
     }
@@ -235,6 +242,47 @@ import Testing
                 #expect(Self.value(boston, "feedIds") == ["nhl-web:9025021261"])
             }
         }
+    }
+
+    @Test func aDoubleheadersGamesFindTheirOwnCanonicalGames() async throws {
+        try await TestServer.runImported(try Self.dataset(["mlb_2022"])) { server in
+            try await ReplayServer.run { replay, base in
+                let poller = Self.poller(server, base: base)
+                let day = CivilDate(year: 2022, month: 4, day: 19)!
+                let template = try Self.recorded(Self.mlbDay)
+                // Under ids the dataset does not know, the second games first: Washington's by game number, the Mets'
+                // (no game number) by start time; the second game starts soon after the first ends, not at its slot.
+                let games = [
+                    Self.mlbGame(template, pk: 900_002, start: "2022-04-19T21:00:00Z", home: "Washington Nationals", away: "Arizona Diamondbacks", score: (1, 0), number: 2),
+                    Self.mlbGame(template, pk: 900_001, start: "2022-04-19T17:05:00Z", home: "Washington Nationals", away: "Arizona Diamondbacks", score: (6, 1), number: 1),
+                    Self.mlbGame(template, pk: 900_004, start: "2022-04-19T22:40:00Z", home: "New York Mets", away: "San Francisco Giants", score: (3, 1), number: nil),
+                    Self.mlbGame(template, pk: 900_003, start: "2022-04-19T19:10:00Z", home: "New York Mets", away: "San Francisco Giants", score: (5, 4), number: nil),
+                ]
+                replay.answer(
+                    "/api/v1/schedule?sportId=1&startDate=2022-04-19&endDate=2022-04-19&hydrate=linescore",
+                    Array(JSONWriter.encode(["dates": [["games": .array(games)]]]).utf8))
+                let report = await poller.poll(league: "league_mlb", days: day...day, today: day)
+                #expect(report.refused.isEmpty && report.created == 0 && report.changed == 4, "\(report)")
+                let zone = "games_mlb_2022"
+                for (id, pk) in [("662587", 900_001), ("662583", 900_002), ("662350", 900_003), ("662616", 900_004)] {
+                    #expect(Self.value(try await Self.game(server, "game_mlb_2022_" + id, zone: zone), "feedIds") == [.string("mlb-stats:\(pk)")], "\(id)")
+                }
+            }
+        }
+    }
+
+    /// One MLB Stats API game, final, from the recorded answer's shape.
+    static func mlbGame(_ answer: JSONValue, pk: Int64, start: String, home: String, away: String, score: (Int, Int), number: Int?) -> JSONValue {
+        guard case .object(var game)? = answer["dates"]?[0]?["games"]?[0] else { return answer }
+        game["gamePk"] = .int(pk)
+        game["gameDate"] = .string(start)
+        game["status"] = ["codedGameState": "F", "detailedState": "Final", "abstractGameState": "Final"]
+        game["gameNumber"] = number.map { .int(Int64($0)) } ?? .null
+        game["venue"] = nil
+        game["teams"] = [
+            "home": ["team": ["name": .string(home)], "score": .int(Int64(score.0))], "away": ["team": ["name": .string(away)], "score": .int(Int64(score.1))],
+        ]
+        return .object(game)
     }
 
     // MARK: Answers derived from the recorded ones
