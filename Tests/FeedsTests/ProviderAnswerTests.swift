@@ -50,6 +50,7 @@ import Testing
         #expect(inning.period == 7 && inning.detail == "Top 7th" && inning.gameType == "playoff")
         let nhl = try ESPNScoreboard().parse(try Self.answer(Self.espn + "nhl.json"), league: "league_nhl").games
         #expect(nhl.first { $0.status == .live }?.clock == "6:35")
+        #expect(nhl.first?.season == 2026)  // ESPN's 2027 is the 2026-27 season
         // The NBA answer holds one preseason game: not a canonical game.
         #expect(try ESPNScoreboard().parse(try Self.answer(Self.espn + "nba.json"), league: "league_nba").games.isEmpty)
         let mls = try ESPNScoreboard().parse(try Self.answer(Self.espn + "soccer-mls-scheduled.json"), league: "league_mls").games
@@ -95,6 +96,7 @@ import Testing
         let warriors = try #require(games.first { $0.id == "0042200163" })
         #expect(warriors.status == .live && warriors.period == 2 && warriors.clock == "7:15" && warriors.gameType == "playoff")
         #expect(warriors.home.names.first == "Golden State Warriors" && warriors.home.score == 39 && warriors.away.score == 30)
+        #expect(warriors.season == 2022)
         #expect(games.filter { $0.status == .final }.count == 1)
     }
 

@@ -118,37 +118,21 @@ public final class FeedPoller: Service, Sendable {
                 let path = provider.path(league: league, days: days, today: today), let base = self.configuration.baseURLs[provider.name]
             else { continue }
             let started = self.clock.now
-            let parsed: (games: [ProviderGame], skipped: [String])
-            do {
-                let slot = health.reserveSlot(now: started)
-                if slot > started { try await self.clock.sleep(for: .milliseconds(slot - started)) }
-                parsed = try provider.parse(try await self.fetch(base + path), league: league)
-            } catch {
-                let reason = (error as? ProviderAnswerError)?.description ?? String(describing: error)
-                report.failures.append("\(provider.name): \(reason)")
-                let disabled = health.failed(reason, now: self.clock.now, window: self.configuration.failureWindow, disabledFor: self.configuration.disabledFor)
-                self.logger.warning(
-                    "a score provider failed", metadata: ["provider": "\(provider.name)", "league": "\(league)", "reason": "\(reason)"])
-                if disabled {
-                    self.logger.error(
-                        "a score provider is disabled after repeated failures",
-                        metadata: ["provider": "\(provider.name)", "for": "\(self.configuration.disabledFor)"])
-                }
-                await self.recordRun(provider.name, started: started, outcome: "\(league): failed: \(reason)", succeeded: false)
-                continue
-            }
+            guard let parsed = await self.ask(provider, path: base + path, league: league, report: &report) else { continue }
             report.provider = provider.name
             report.reported = parsed.games.count
             report.skipped = parsed.skipped
-            for target in self.configuration.targets {
-                do {
-                    let applied = try await self.apply(parsed.games, from: provider, container: target.container, environment: target.environment)
-                    (report.changed, report.created) = (report.changed + applied.changed, report.created + applied.created)
-                    report.refused += applied.refused
-                } catch {
-                    report.refused.append("\(target.environment): not written: \(error)")
-                    self.logger.error("a feed's games could not be written", metadata: ["provider": "\(provider.name)", "error": "\(error)"])
-                }
+            let unmatched = await self.applyToTargets(parsed.games, from: provider, confirming: nil, report: &report)
+            // An unofficial provider's game that matches none is added when the next provider reports it too.
+            if !unmatched.isEmpty, provider.trust != .official,
+                let confirmer = self.configuration.providers(for: league).drop(while: { $0.name != provider.name }).dropFirst().first(where: {
+                    self.health[$0.name]?.isEnabled(now: self.clock.now) == true && $0.path(league: league, days: days, today: today) != nil
+                }), let confirmerBase = self.configuration.baseURLs[confirmer.name],
+                let confirming = await self.ask(confirmer, path: confirmerBase + confirmer.path(league: league, days: days, today: today)!, league: league, report: &report)
+            {
+                let ids = Set(unmatched.map { "\(provider.name) \($0.id):" })
+                report.refused.removeAll { refusal in ids.contains { refusal.hasPrefix($0) } }
+                _ = await self.applyToTargets(unmatched, from: provider, confirming: (confirmer.name, confirming.games), report: &report)
             }
             for refusal in report.refused + report.skipped {
                 self.logger.notice("a provider's game was left as it was", metadata: ["provider": "\(provider.name)", "why": "\(refusal)"])
@@ -166,13 +150,64 @@ public final class FeedPoller: Service, Sendable {
         return report
     }
 
+    /// One provider's answer, read; nil (the failure counted, logged and recorded) when it has none.
+    func ask(_ provider: any ScoreProvider, path url: String, league: String, report: inout Report) async -> (
+        games: [ProviderGame], skipped: [String]
+    )? {
+        guard let health = self.health[provider.name] else { return nil }
+        let started = self.clock.now
+        do {
+            let slot = health.reserveSlot(now: started)
+            if slot > started { try await self.clock.sleep(for: .milliseconds(slot - started)) }
+            return try provider.parse(try await self.fetch(url), league: league)
+        } catch {
+            let reason = (error as? ProviderAnswerError)?.description ?? String(describing: error)
+            report.failures.append("\(provider.name): \(reason)")
+            let disabled = health.failed(reason, now: self.clock.now, window: self.configuration.failureWindow, disabledFor: self.configuration.disabledFor)
+            self.logger.warning("a score provider failed", metadata: ["provider": "\(provider.name)", "league": "\(league)", "reason": "\(reason)"])
+            if disabled {
+                self.logger.error(
+                    "a score provider is disabled after repeated failures", metadata: ["provider": "\(provider.name)", "for": "\(self.configuration.disabledFor)"])
+            }
+            await self.recordRun(provider.name, started: started, outcome: "\(league): failed: \(reason)", succeeded: false)
+            return nil
+        }
+    }
+
+    /// Applies `games` to every target database; returns those that matched no canonical game in the first.
+    func applyToTargets(
+        _ games: [ProviderGame], from provider: any ScoreProvider, confirming: (provider: String, games: [ProviderGame])?, report: inout Report
+    ) async -> [ProviderGame] {
+        var unmatched: [ProviderGame]?
+        for target in self.configuration.targets {
+            do {
+                let applied = try await self.apply(
+                    games, from: provider, confirming: confirming, container: target.container, environment: target.environment)
+                (report.changed, report.created) = (report.changed + applied.changed, report.created + applied.created)
+                report.refused += applied.refused
+                if unmatched == nil { unmatched = applied.unmatched }
+            } catch {
+                report.refused.append("\(target.environment): not written: \(error)")
+                self.logger.error("a feed's games could not be written", metadata: ["provider": "\(provider.name)", "error": "\(error)"])
+            }
+        }
+        return unmatched ?? []
+    }
+
     /// What applying one answer to one public database did.
     struct Applied {
         var changed = 0, created = 0
         var refused: [String] = []
+        /// Games that matched no canonical game and were not added.
+        var unmatched: [ProviderGame] = []
     }
 
-    func apply(_ games: [ProviderGame], from provider: any ScoreProvider, container: String, environment: String) async throws -> Applied {
+    /// - Parameter confirming: another provider's games: a game of `games` that matches no canonical game is added
+    ///   when one of them names the same teams within 12 hours (two sources agree), as an official source's is.
+    func apply(
+        _ games: [ProviderGame], from provider: any ScoreProvider, confirming: (provider: String, games: [ProviderGame])? = nil, container: String,
+        environment: String
+    ) async throws -> Applied {
         let database = try await self.records.database(container: container, environment: environment, scope: .public, owner: nil, logger: self.logger)
         let catalog = try await self.canonical.catalog(for: database, logger: self.logger)
         let matcher = GameMatcher(catalog: catalog)
@@ -191,10 +226,18 @@ public final class FeedPoller: Service, Sendable {
                 let day = catalog.localDate(of: reported.startTime, at: game.stadium) ?? game.localDate
                 updates[CanonicalDataset.gameZone("\(abbreviation)_\(game.season)"), default: [:]][game.id] = (reported, day)
             case .none(let home, let away):
-                guard provider.trust == .official else {
-                    applied.refused.append("\(provider.name) \(reported.id): matches no canonical game, and only an official source adds games")
+                let confirmed = confirming?.games.contains { other in
+                    abs(other.startTime - reported.startTime) <= 12 * 3_600_000
+                        && matcher.team(other.home, league: reported.league, at: other.startTime) == home
+                        && matcher.team(other.away, league: reported.league, at: other.startTime) == away
+                }
+                guard provider.trust == .official || confirmed == true else {
+                    applied.unmatched.append(reported)
+                    applied.refused.append(
+                        "\(provider.name) \(reported.id): matches no canonical game; only an official source, or two sources agreeing, add games")
                     continue
                 }
+                if let confirming { self.logger.notice("two providers agree on a game the dataset lacks", metadata: ["providers": "\(provider.name), \(confirming.provider)", "game": "\(reported.id)"]) }
                 guard let venue = matcher.venue(of: reported, home: home), let day = catalog.localDate(of: reported.startTime, at: venue),
                     let new = GameUpdate.newGame(
                         reported, league: (reported.league, abbreviation), home: home, away: away, venue: venue, localDate: day,

@@ -58,7 +58,8 @@ public struct ESPNScoreboard: ScoreProvider {
             let period = eventStatus?["period"]?.int64Value.map { Int($0) }
             games.append(
                 ProviderGame(
-                    provider: self.name, league: league, id: id, gameType: event["season"]?["type"]?.int64Value == 3 ? "playoff" : nil,
+                    provider: self.name, league: league, id: id, season: Self.season(event["season"]?["year"]?.int64Value, league: league),
+                    gameType: event["season"]?["type"]?.int64Value == 3 ? "playoff" : nil,
                     startTime: start, timeTBD: competition["timeValid"]?.boolValue == false, status: status,
                     period: status == .scheduled || period == 0 ? nil : period,
                     clock: live ? eventStatus?["displayClock"]?.stringValue : nil,
@@ -66,6 +67,12 @@ public struct ESPNScoreboard: ScoreProvider {
                     venue: competition["venue"]?["fullName"]?.stringValue))
         }
         return (games, skipped)
+    }
+
+    /// The season's start year: ESPN names a season that straddles two years (NBA, NHL) by its end year.
+    static func season(_ year: Int64?, league: String) -> Int? {
+        guard let year else { return nil }
+        return Int(year) - (["league_nba", "league_nhl"].contains(league) ? 1 : 0)
     }
 
     /// The canonical status of ESPN's `status.type`; nil when it says nothing we know.

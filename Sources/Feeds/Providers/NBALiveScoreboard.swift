@@ -3,7 +3,7 @@ import SportsDomain
 
 /// The NBA's live scoreboard on its CDN (`cdn.nba.com/static/json/liveData/scoreboard/todaysScoreboard_00.json`):
 /// unofficial (not a documented API), today's games only. `gameStatus` 1 scheduled, 2 live, 3 final; the clock is an
-/// ISO 8601 duration (`PT07M15.00S`); there is no venue.
+/// ISO 8601 duration (`PT07M15.00S`); there is no venue; the season is in the id (`0022600001`: 2026-27).
 public struct NBALiveScoreboard: ScoreProvider {
     public let name = "nba-cdn"
     public let trust = ProviderTrust.unofficial
@@ -46,7 +46,8 @@ public struct NBALiveScoreboard: ScoreProvider {
             }
             games.append(
                 ProviderGame(
-                    provider: self.name, league: league, id: id, gameType: type, startTime: start, status: status,
+                    provider: self.name, league: league, id: id, season: Int(id.dropFirst(3).prefix(2)).map { 2000 + $0 }, gameType: type,
+                    startTime: start, status: status,
                     period: status == .scheduled ? nil : game["period"]?.int64Value.map { Int($0) },
                     clock: status == .live ? Self.clock(game["gameClock"]?.stringValue) : nil,
                     detail: status == .scheduled ? nil : text.trimmedSpaces, home: side(home), away: side(away)))

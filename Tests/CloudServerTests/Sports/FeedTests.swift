@@ -271,6 +271,61 @@ import Testing
         }
     }
 
+    @Test func aGameTwoUnofficialSourcesAgreeOnIsAddedAndPlayedToTheFinal() async throws {
+        try await TestServer.runImported(try Self.dataset(["nba_2026"])) { server in
+            try await ReplayServer.run { replay, base in
+                let poller = Self.poller(server, base: base)
+                let day = CivilDate(year: 2026, month: 12, day: 15)!
+                let cdn = "/static/json/liveData/scoreboard/todaysScoreboard_00.json", espn = "/basketball/nba/scoreboard?dates=20261215&limit=1000"
+                let start = "2026-12-16T00:30:00Z"
+                func cdnAnswer(status: Int, text: String, period: Int = 0, clock: String = "", score: (Int, Int) = (0, 0)) -> [UInt8] {
+                    let game: JSONValue = [
+                        "gameId": "0062600001", "gameStatus": .int(Int64(status)), "gameStatusText": .string(text), "period": .int(Int64(period)),
+                        "gameClock": .string(clock), "gameTimeUTC": .string(start),
+                        "homeTeam": ["teamCity": "Boston", "teamName": "Celtics", "teamTricode": "BOS", "score": .int(Int64(score.0))],
+                        "awayTeam": ["teamCity": "New York", "teamName": "Knicks", "teamTricode": "NYK", "score": .int(Int64(score.1))],
+                    ]
+                    return Array(JSONWriter.encode(["scoreboard": ["gameDate": "2026-12-15", "games": [game]]]).utf8)
+                }
+                // An NBA Cup knockout game, announced after the schedule was built: the NBA's scoreboard alone is not enough.
+                replay.answer(cdn, cdnAnswer(status: 1, text: "7:30 pm ET"))
+                replay.answer(espn, Array(#"{"events":[]}"#.utf8))
+                let alone = await poller.poll(league: "league_nba", days: day...day, today: day)
+                #expect(alone.provider == "nba-cdn" && alone.created == 0 && alone.refused.count == 1, "\(alone)")
+                // ESPN lists it too: two sources agree, and the game is added to its season.
+                let listed: JSONValue = [
+                    "events": [[
+                        "id": "401999999", "date": "2026-12-16T00:30Z", "season": ["year": 2027, "type": 2],
+                        "status": ["type": ["name": "STATUS_SCHEDULED", "state": "pre", "completed": false]],
+                        "competitions": [["competitors": [
+                            ["homeAway": "home", "team": ["displayName": "Boston Celtics", "abbreviation": "BOS"], "score": "0"],
+                            ["homeAway": "away", "team": ["displayName": "New York Knicks", "abbreviation": "NY"], "score": "0"],
+                        ]]],
+                    ]]
+                ]
+                replay.answer(espn, Array(JSONWriter.encode(listed).utf8))
+                let agreed = await poller.poll(league: "league_nba", days: day...day, today: day)
+                #expect(agreed.created == 1 && agreed.refused.isEmpty, "\(agreed)")
+                let id = "game_nba_2026_0062600001", zone = "games_nba_2026"
+                let added = try await Self.game(server, id, zone: zone)
+                #expect(Self.value(added, "gameType") == "cup" && Self.value(added, "status") == "scheduled" && Self.value(added, "seasonLabel") == "2026-27")
+                #expect(Self.value(added, "stadium")?["recordName"] == "stadium_nba_td_garden" && Self.value(added, "localDate") == "2026-12-15")
+
+                // Then it is played: live with the clock, then final.
+                replay.answer(cdn, cdnAnswer(status: 2, text: "Q4 1:05", period: 4, clock: "PT01M05.00S", score: (98, 95)))
+                #expect(await poller.poll(league: "league_nba", days: day...day, today: day).changed == 1)
+                let live = try await Self.game(server, id, zone: zone)
+                #expect(Self.value(live, "status") == "live" && Self.value(live, "clock") == "1:05" && Self.value(live, "period") == 4)
+                replay.answer(cdn, cdnAnswer(status: 3, text: "Final", period: 4, score: (110, 104)))
+                await poller.poll(league: "league_nba", days: day...day, today: day)
+                let final = try await Self.game(server, id, zone: zone)
+                #expect(Self.value(final, "status") == "final" && Self.value(final, "homeScore") == 110 && Self.value(final, "clock") == nil)
+                let games = try await server.call("canonical/games", ["date": "2026-12-15", "team": "team_nba_celtics"], database: "public")
+                #expect(games.json["games"]?[0]?["canonicalId"] == .string(id))
+            }
+        }
+    }
+
     /// One MLB Stats API game, final, from the recorded answer's shape.
     static func mlbGame(_ answer: JSONValue, pk: Int64, start: String, home: String, away: String, score: (Int, Int), number: Int?) -> JSONValue {
         guard case .object(var game)? = answer["dates"]?[0]?["games"]?[0] else { return answer }
