@@ -16,7 +16,7 @@ extension ConsoleController {
         ]
         let rows = runs.map { run in
             """
-            <tr><th scope=row>\(ConsoleFormat.escape(run.job))</th><td>\(every[run.job] ?? "")</td><td>\(ConsoleFormat.dateTime(run.startedMs))</td>\
+            <tr><th scope=row>\(ConsoleFormat.escape(run.job))</th><td>\(every[run.job] ?? (run.job.hasPrefix("feed ") ? "by game state" : ""))</td><td>\(ConsoleFormat.dateTime(run.startedMs))</td>\
             <td class=n>\(run.endedMs - run.startedMs) ms</td><td\(run.succeeded ? "" : " class=error")>\(ConsoleFormat.escape(run.outcome))</td></tr>
             """
         }.joined()
