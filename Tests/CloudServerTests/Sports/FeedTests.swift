@@ -174,6 +174,45 @@ import Testing
         }
     }
 
+    @Test func aRoundPollsALiveGameEveryHalfMinuteTheWeekAheadDailyAndRecentDaysForCorrections() async throws {
+        try await TestServer.runImported(try Self.dataset(["nfl_2026"])) { server in
+            try await ReplayServer.run { replay, base in
+                // 21:30 US Eastern on 2026-10-04: Detroit at Carolina kicked off at 20:20.
+                let clock = ManualClock(startingAt: GameTime.milliseconds("2026-10-05T01:30:00Z")!)
+                var configuration = FeedConfiguration()
+                configuration.providers = [ESPNScoreboard()]
+                configuration.baseURLs = ["espn": base]
+                configuration.targets = [(TestServer.development.container, "development")]
+                let poller = FeedPoller(
+                    records: server.dependencies.records, canonical: CanonicalEndpoints(records: server.dependencies.records),
+                    configuration: configuration, clock: clock.clock, logger: TestDatabase.logger)
+                replay.answerEverythingElse(Array(#"{"events":[]}"#.utf8))
+                /// One round, moving the clock whenever the poller waits for ESPN's rate limit (one request a second).
+                func round() async throws {
+                    let done = ManagedAtomicFlag()
+                    async let polled: Void = { await poller.runDue(); done.set() }()
+                    try await eventually("the round ends") {
+                        if clock.sleeping > 0 { clock.advance(by: .seconds(1)) }
+                        return done.isSet
+                    }
+                    await polled
+                }
+                try await round()
+                let football = replay.requests.filter { $0.hasPrefix("/football/nfl/") }
+                #expect(football.sorted() == [
+                    "/football/nfl/scoreboard?dates=20261001-20261003&limit=1000", "/football/nfl/scoreboard?dates=20261004&limit=1000",
+                    "/football/nfl/scoreboard?dates=20261004-20261010&limit=1000",
+                ])
+                // Every league's week ahead and recent days, once.
+                #expect(replay.requests.count == 7 * 2 + 1)
+                // Half a minute later only the live game's day is asked again.
+                clock.advance(by: .seconds(30))
+                try await round()
+                #expect(replay.requests.dropFirst(15) == ["/football/nfl/scoreboard?dates=20261004&limit=1000"])
+            }
+        }
+    }
+
     @Test func aFailingProviderFallsBackAndAnUnofficialOneIsDisabledForADay() async throws {
         try await TestServer.runImported(try Self.dataset(["nba_2026"])) { server in
             try await ReplayServer.run { replay, base in

@@ -30,6 +30,9 @@ final class ManualClock: Sendable {
         for wake in due { wake.resume() }
     }
 
+    /// How many tasks sleep on this clock now.
+    var sleeping: Int { self.state.withLock { $0.sleepers.count } }
+
     /// Returns once `count` tasks sleep on this clock, so an `advance` cannot come before the sleep it should end.
     func waitForSleepers(_ count: Int) async throws {
         try await eventually("\(count) sleeper(s) on the clock") { self.state.withLock { $0.sleepers.count } >= count }

@@ -6,16 +6,21 @@ import NIOCore
 import Synchronization
 
 /// A score provider on 127.0.0.1 that answers what the test set for each path (recorded answers, or answers derived
-/// from them as a day unfolds), 404 for anything else, and counts the requests: the feeds' tests never reach the
+/// from them as a day unfolds), 404 or a default answer for anything else, and counts the requests: the feeds' tests never reach the
 /// internet.
 final class ReplayServer: Sendable {
     private let answers = Mutex<[String: (status: HTTPResponse.Status, body: [UInt8])]>([:])
     private let asked = Mutex<[String]>([])
+    /// What a path nobody set is answered (nil: 404).
+    private let otherwise = Mutex<[UInt8]?>(nil)
 
     /// Answers `path` (with its query) with `body` from now on.
     func answer(_ path: String, status: HTTPResponse.Status = .ok, _ body: [UInt8]) {
         self.answers.withLock { $0[path] = (status, body) }
     }
+
+    /// Answers every path not set by `answer` with `body` from now on.
+    func answerEverythingElse(_ body: [UInt8]) { self.otherwise.withLock { $0 = body } }
 
     /// Every path asked so far, in order.
     var requests: [String] { self.asked.withLock { $0 } }
@@ -27,7 +32,9 @@ final class ReplayServer: Sendable {
         router.get("**") { request, _ -> Response in
             let path = request.uri.description
             replay.asked.withLock { $0.append(path) }
-            guard let answer = replay.answers.withLock({ $0[path] }) else { return Response(status: .notFound) }
+            guard let answer = replay.answers.withLock({ $0[path] }) ?? replay.otherwise.withLock({ $0.map { (.ok, $0) } }) else {
+                return Response(status: .notFound)
+            }
             return Response(
                 status: answer.status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
         }
