@@ -248,13 +248,11 @@ class Replay:
         return [g for g in self.games if g.status == "live" and (league is None or g.league == league)]
 
     def kind(self, first, last):
-        if first == last == self.today:
-            return "today"
-        if first == self.today and last > self.today:
-            return "schedule"
-        if last < self.today or first < self.today:
-            return "recent"
-        return "other"
+        """The poll a request is (docs/FEEDS.md, "When a league is polled"): one day is today's (or a live one's),
+        a range from today on is the schedule, a range before today (an NHL week from 3 days ago) the recent one."""
+        if first == last:
+            return "today" if first == self.today else "day"
+        return "schedule" if first >= self.today else "recent"
 
     # Provider answers ------------------------------------------------------------------------------------------
     def espn(self, league, first, last):
@@ -529,7 +527,8 @@ class Replay:
                 if first_round:
                     per_league.setdefault(r["league"], []).append(f"{r['provider']} {r['kind']} {r['games']}")
             return {"complete": complete, "requests": len(since), "last_first_round": last,
-                    "first_t": since[0]["t"] if since else None, "mark_t": self.mark_t, "per_league": per_league,
+                    "first_t": since[0]["t"] if since else None, "last_t": since[-1]["t"] if since else None,
+                    "mark_t": self.mark_t, "per_league": per_league,
                     "unknown": sum(r["kind"] == "unknown" for r in since),
                     "games": sum(r["games"] for r in since[:last])}
 
@@ -565,6 +564,9 @@ class Replay:
         if name == "advance" and method == "POST":
             advanced = self.advance(args.get("league"))
             return (200, advanced, None) if advanced else (409, {"error": "no live game"}, None)
+        if name == "changes":
+            with self.lock:
+                return 200, {"served": sorted(v["served"] for v in self.versions.values() if v["served"] is not None)}, None
         if name == "served":
             with self.lock:
                 record = self.versions.get(int(query.get("v", "0")))
@@ -704,11 +706,14 @@ async def first_round(replay_url, server, deadline_s):
                 counted = await metrics(server)
                 # Polls run one after another and count a request once its games are written: when the server
                 # has counted as many requests as the replay had served up to the round's last poll, it is applied.
-                if counted["counted_requests"] >= state["last_first_round"]:
+                # A second provider asked to confirm a game that matches none is not counted: then the round is
+                # over when the poller asks for something else, or after 20 s without a request (approximate).
+                exact = counted["counted_requests"] >= state["last_first_round"]
+                if exact or state["requests"] > state["last_first_round"] + 1 or time.monotonic() - state["last_t"] > 20:
                     done = time.monotonic()
                     return {"since_start_s": done - state["mark_t"], "since_first_request_s": done - state["first_t"],
                             "requests": state["last_first_round"], "games_reported": state["games"],
-                            "per_league": state["per_league"], "unknown": state["unknown"], **counted}
+                            "per_league": state["per_league"], "unknown": state["unknown"], "exact": exact, **counted}
             if time.monotonic() > deadline:
                 raise SystemExit(f"the feeds' first round did not finish within {deadline_s:.0f} s: {state}")
             await asyncio.sleep(0.1)
@@ -815,7 +820,9 @@ class Measure:
         while done < rounds and self.left() > 60:
             body = {"zones": [{"zoneID": {"zoneName": zone}, "syncToken": token}], "timeout": 30}
             await waiter.send("POST", self.public.format("changes/wait"), body)
-            await asyncio.sleep(0.05 + random.random() * 0.2)  # the wait registers; the change lands at a random point of the poll cycle
+            # The wait registers; the change lands at a random point of the poll cycle (a round starts just after a
+            # poll, the one that woke the last round).
+            await asyncio.sleep(0.05 + random.random() * self.args.live_interval)
             status, advanced = await self.replay("POST", "/_bench/advance", {"league": league})
             if status != 200:
                 raise SystemExit(f"the replay could not advance a {league} game: {advanced}")
@@ -862,7 +869,7 @@ class Measure:
         if live:
             await self.replay("POST", "/_bench/auto", {"every": self.args.advance_seconds, "seconds": seconds + 5})
         ticks_before = process_ticks(self.args.server_pid)
-        latencies, errors = [], []
+        latencies, errors, sends = [], [], []
         start = time.monotonic() + 0.1
 
         async def client(index):
@@ -880,6 +887,7 @@ class Measure:
                 sent = time.monotonic()
                 status, answer = await connection.call("POST", self.private("records/modify", tokens[index]), body)
                 latencies.append((time.monotonic() - sent) * 1000)
+                sends.append((sent, latencies[-1]))
                 if status != 200 or any("serverErrorCode" in r for r in (answer or {}).get("records", [])):
                     errors.append(f"{status}: {json.dumps(answer)[:300]}")
                 else:
@@ -897,7 +905,7 @@ class Measure:
             connection.close()
         return latencies, {
             "seconds": elapsed, "errors": errors, "cpu": 100 * (ticks_after - ticks_before) / os.sysconf("SC_CLK_TCK") / elapsed,
-            "changes": after["advances"] - before["advances"], "polls": after["requests"] - before["requests"],
+            "changes": after["advances"] - before["advances"], "polls": after["requests"] - before["requests"], "sends": sends,
         }
 
     async def run(self):
@@ -943,15 +951,20 @@ class Measure:
             results[live][1].append(figures)
 
         _, stats = await self.replay("GET", "/_bench/stats")
-        self.report(restart, checked, wrong, wake, results, stats, today, live_games)
+        _, changes = await self.replay("GET", "/_bench/changes")
+        self.report(restart, checked, wrong, wake, results, stats, today, live_games, changes["served"])
 
-    def report(self, restart, checked, wrong, wake, results, stats, today, live_games):
+    def report(self, restart, checked, wrong, wake, results, stats, today, live_games, served):
         args = self.args
         with open(args.ingest) as f:
             ingest = json.load(f)
-        before, after = [int(x) for x in args.pg_before.split()], [int(x) for x in args.pg_after.split()]
-        delta = [b - a for a, b in zip(before, after)]
-        transactions = delta[0] - args.pg_probes  # the probes' own transactions are counted too
+        def delta(before, after, probes):
+            counts = [b - a for a, b in zip((int(x) for x in before.split()), (int(x) for x in after.split()))]
+            counts[0] -= probes  # the probes' own transactions are counted too
+            return counts
+
+        work = delta(args.pg_before, args.pg_after, args.pg_probes)
+        base = delta(args.base_before, args.base_after, args.base_probes)
         playing = {}
         for g in live_games:
             playing[g["league"]] = playing.get(g["league"], 0) + 1
@@ -964,9 +977,13 @@ class Measure:
         print(f"| a day of 7 leagues ingested: the first round ({ingest['requests']} provider requests, "
               f"{ingest['games_reported']:.0f} games reported) | {ingest['since_start_s']:.1f} s from the process start, "
               f"{ingest['since_first_request_s']:.1f} s from its first request | - |")
+        if not ingest["exact"]:
+            print(f"| ... (the server counted {ingest['counted_requests']:.0f} of these requests: the end of the round is approximate) | | |")
         print(f"| ... games changed / refused | {ingest['changed']:.0f} / {ingest['refused']:.0f} | - |")
-        print(f"| ... database work (pg_stat_database, whole process: start, catalog, polls, stop) | {transactions} transactions, "
-              f"{delta[2]} rows inserted, {delta[3]} updated, {delta[4]} deleted, {delta[1]} rolled back | - |")
+        print(f"| ... database work of the process, start to stop (pg_stat_database) | {work[0]} transactions, "
+              f"{work[2]} rows inserted, {work[3]} updated, {work[4]} deleted | - |")
+        print(f"| ... of which a server without feeds (start, catalog, stop) | {base[0]} transactions, "
+              f"{base[2]} rows inserted, {base[3]} updated, {base[4]} deleted | - |")
         if wake:
             league, zone, latencies, change_to_wake, missed, early, stale = wake
             if latencies:
@@ -991,6 +1008,16 @@ class Measure:
               f"{sum(f['polls'] for f in live_figures)} / {sum(f['polls'] for f in idle_figures)} | - |")
         print(f"| ... server CPU, live / idle (share of one core) | "
               f"{statistics.mean(f['cpu'] for f in live_figures):.0f} / {statistics.mean(f['cpu'] for f in idle_figures):.0f} % | - |")
+        # Are the slow saves of a live day those just after a score change was served?
+        def soon_after_change(sent):
+            return any(0 <= sent - t <= 0.5 for t in served)
+
+        sends = [(sent, ms) for f in live_figures for sent, ms in f["sends"]]
+        slow = [sent for sent, ms in sends if ms > idle_p99]
+        near = sum(soon_after_change(sent) for sent in slow)
+        share = 100 * sum(soon_after_change(sent) for sent, _ in sends) / max(1, len(sends))
+        print(f"| ... live-day saves slower than the idle p99: how many, and how many sent within 0.5 s after a score change "
+              f"was served (of all live-day saves: {share:.0f} %) | {len(slow)}, {near} | - |")
         print()
         print(f"First round per league (provider, poll, games in the answer): "
               + "; ".join(f"{league}: {', '.join(polls)}" for league, polls in sorted(ingest["per_league"].items())))
@@ -1033,10 +1060,11 @@ def main():
     round_.add_argument("--out", required=True)
     round_.add_argument("--deadline", type=float, default=240)
     measure = modes.add_parser("measure")
-    for name in ("--replay", "--server", "--api", "--accounts", "--ingest", "--pg-before", "--pg-after"):
+    for name in ("--replay", "--server", "--api", "--accounts", "--ingest", "--pg-before", "--pg-after", "--base-before", "--base-after"):
         measure.add_argument(name, required=True)
     measure.add_argument("--server-pid", type=int, required=True)
     measure.add_argument("--pg-probes", type=int, default=1)
+    measure.add_argument("--base-probes", type=int, default=1)
     measure.add_argument("--rounds", type=int, default=int(os.environ.get("BENCH_ROUNDS", "50")))
     measure.add_argument("--saves", type=int, default=int(os.environ.get("BENCH_SAVES", "2000")))
     measure.add_argument("--save-rate", type=float, default=float(os.environ.get("BENCH_SAVE_RATE", "50")))

@@ -58,19 +58,19 @@ stop_server() {
     kill -KILL "$bench_server_pid" 2>/dev/null || true
     wait "$bench_server_pid" 2>/dev/null || true
 }
-start_feeds_server() {
+feeds=(--feeds --feed-environment development --feed-live-interval-seconds 2
+    --feed-url "espn=$replay_url/espn" --feed-url "mlb-stats=$replay_url/mlb"
+    --feed-url "nhl-web=$replay_url/nhl" --feed-url "nba-cdn=$replay_url/nba")
+start_server() {  # [serve arguments…]: the server of bench_start_server again, on the same port
     LOG_LEVEL=notice "$bin" serve --port "$http_port" --assets "$bench_work/assets" --container "$container" \
-        --account-rate-limit 1000000 --token-rate-limit 1000000 \
-        --feeds --feed-environment development --feed-live-interval-seconds 2 \
-        --feed-url "espn=$replay_url/espn" --feed-url "mlb-stats=$replay_url/mlb" \
-        --feed-url "nhl-web=$replay_url/nhl" --feed-url "nba-cdn=$replay_url/nba" >>"$feeds_work/server.log" 2>&1 &
+        --account-rate-limit 1000000 --token-rate-limit 1000000 "$@" >>"$feeds_work/server.log" 2>&1 &
     bench_server_pid=$!
     for _ in $(seq 1 300); do
         curl -sf "$bench_url/health" >/dev/null && return 0
         kill -0 "$bench_server_pid" 2>/dev/null || { tail -n 30 "$feeds_work/server.log" >&2; exit 1; }
         sleep 0.1
     done
-    echo "the server with --feeds did not answer on $bench_url" >&2
+    echo "the server did not answer on $bench_url" >&2
     exit 1
 }
 # Counters of the bench database, once no other session is open: a backend reports its counters when it exits.
@@ -88,14 +88,32 @@ pg_counters() {
         FROM pg_stat_database WHERE datname = current_database()" | tr '|' ' '
 }
 
-# 1. Ingest: a server with --feeds from its start until its first round is applied, then stopped so that every
-#    transaction it made is counted (pg_stat_database, read after its sessions have closed).
+# 0. What a server costs the database without feeds, started, asked for the canonical catalog (which the poller
+#    builds before its first poll) and stopped: the base of the ingest's figures below.
 stop_server
 pg_quiet
 probes=0
+base_before="$(pg_counters)"
+start_server
+for _ in $(seq 1 10); do  # a 503 while the catalog is built (as a device would, retry)
+    status="$(curl -s --max-time 120 -o "$feeds_work/base.json" -w '%{http_code}' -H 'Content-Type: application/json' \
+        -X POST "$bench_url/database/1/$container/development/public/canonical/games?ckAPIToken=$api_token" \
+        -d '{"date": "2026-01-01"}')"
+    [ "$status" = 503 ] || break
+    sleep 2
+done
+[ "$status" = 200 ] || { echo "canonical/games answered $status: $(head -c 300 "$feeds_work/base.json")" >&2; exit 1; }
+stop_server
+pg_quiet
+base_after="$(pg_counters)"
+base_probes=$((probes + 1))
+
+# 1. Ingest: a server with --feeds from its start until its first round is applied, then stopped so that every
+#    transaction it made is counted (pg_stat_database, read after its sessions have closed).
+probes=0
 pg_before="$(pg_counters)"
 curl -sf -X POST "$replay_url/_bench/mark" >/dev/null
-start_feeds_server
+start_server "${feeds[@]}"
 timeout 300 python3 bench/feeds.py round --replay "$replay_url" --server "$bench_url" --out "$feeds_work/ingest.json"
 stop_server
 pg_quiet
@@ -103,10 +121,11 @@ pg_after="$(pg_counters)"
 
 # 2. A server with --feeds again (its first round finds nothing new), then fetch-to-wake and the visit saves.
 curl -sf -X POST "$replay_url/_bench/mark" >/dev/null
-start_feeds_server
+start_server "${feeds[@]}"
 timeout 1800 python3 bench/feeds.py measure --replay "$replay_url" --server "$bench_url" --api "$api_token" \
     --accounts "$feeds_work/accounts" --server-pid "$bench_server_pid" --ingest "$feeds_work/ingest.json" \
-    --pg-before "$pg_before" --pg-after "$pg_after" --pg-probes "$((probes + 1))" --live-interval 2
+    --pg-before "$pg_before" --pg-after "$pg_after" --pg-probes "$((probes + 1))" \
+    --base-before "$base_before" --base-after "$base_after" --base-probes "$base_probes" --live-interval 2
 
 # What the server logged about the feeds (both runs with --feeds).
 echo

@@ -24,7 +24,9 @@ extension RecordStore {
                 }
             }
             if token.isExpired(purgedSeq: zone.purgedSeq) || token.seq > zone.head { throw CloudError.changeTokenExpired }
-            let next = self.token(.zone, in: database, zoneID: zone.id, seq: zone.head, horizon: zone.purgedSeq)
+            // Nothing changed here: the token stays where it is, however much other zones changed (a season nobody
+            // touches keeps its token while tonight's scores are written to another).
+            let next = self.token(.zone, in: database, zoneID: zone.id, seq: token.seq, horizon: zone.purgedSeq)
             return ZoneChanges(records: [], syncToken: next, moreComing: false)
         }
         return try await self.client.reading { connection in
@@ -41,22 +43,22 @@ extension RecordStore {
             if let recordTypes { filter += " AND r.record_type = ANY(\(builder.bind(recordTypes))::text[])" }
             builder.append(
                 """
-                SELECT h.id, h.head, h.purged_seq, r.* FROM (
-                    SELECT z.id, d.change_seq AS head, z.purged_seq FROM databases d JOIN zones z ON z.database_id = d.id
+                SELECT h.id, h.head, h.purged_seq, h.zone_seq, r.* FROM (
+                    SELECT z.id, d.change_seq AS head, z.purged_seq, z.change_seq AS zone_seq FROM databases d JOIN zones z ON z.database_id = d.id
                     WHERE d.id = \(builder.bind(database.id)) AND z.zone_name = \(builder.bind(zoneName)) AND NOT z.deleted) h
                 LEFT JOIN LATERAL (
                     SELECT \(columns) FROM records r WHERE r.zone_id = h.id AND \(filter)
                     ORDER BY r.change_seq LIMIT \(builder.bind(limit + 1))) r ON true
                 """)
-            var zone: (id: Int64, head: Int64, purged: Int64)?
+            var zone: (id: Int64, head: Int64, purged: Int64, changeSeq: Int64)?
             var records: [RecordSnapshot] = []
             let rows = try await connection.query(builder.query, logger: logger)
             for try await row in rows.decode(
-                (Int64, Int64, Int64, String?, String?, Int64?, Bool?, String?, Int64?, String?, String?, Int64?, String?, String?).self
+                (Int64, Int64, Int64, Int64, String?, String?, Int64?, Bool?, String?, Int64?, String?, String?, Int64?, String?, String?).self
             ) {
-                zone = (row.0, row.1, row.2)
-                if let name = row.3, let type = row.4, let seq = row.5, let deleted = row.6, let fields = row.7,
-                    let cms = row.8, let cby = row.9, let cdev = row.10, let mms = row.11, let mby = row.12, let mdev = row.13
+                zone = (row.0, row.1, row.2, row.3)
+                if let name = row.4, let type = row.5, let seq = row.6, let deleted = row.7, let fields = row.8,
+                    let cms = row.9, let cby = row.10, let cdev = row.11, let mms = row.12, let mby = row.13, let mdev = row.14
                 {
                     records.append(Self.snapshot((name, type, seq, deleted, fields, cms, cby, cdev, mms, mby, mdev)))
                 }
@@ -70,8 +72,10 @@ extension RecordStore {
             }
             let moreComing = records.count > limit
             if moreComing { records.removeLast() }
-            // The last page ends at the head: the token advances even when this zone had no changes.
-            let position = moreComing ? records.last!.changeSeq : zone.head
+            // The last page ends at the zone's own last change (or where the token was): a later write to the zone is
+            // numbered after the database's head, which this snapshot saw, so nothing between is skipped, and the
+            // token of a zone nobody wrote to does not move when others change.
+            let position = moreComing ? records.last!.changeSeq : max(token?.seq ?? 0, zone.changeSeq)
             // The pages after a first one are still the first fetch: they skip what was deleted before it began.
             let firstFetchHead = moreComing ? (token.map(\.firstFetchHead) ?? zone.head) : 0
             let next = self.token(.zone, in: database, zoneID: zone.id, seq: position, horizon: zone.purged, firstFetchHead: firstFetchHead)

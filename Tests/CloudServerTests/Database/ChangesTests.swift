@@ -27,6 +27,26 @@ import Testing
         }
     }
 
+    /// Regression: every delta answered the database's head, so the token of a zone nobody wrote to moved with every
+    /// write to another (every season's token moved when one score was corrected). It stays, and skips nothing.
+    @Test func aZoneNobodyWroteToKeepsItsTokenWhileOthersChange() async throws {
+        try await TestServer.run { server in
+            try await server.call(
+                "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Quiet"]]]]], as: server.alice)
+            try await server.modify([Op.create("q1")], zone: "Quiet")
+            let quiet = try await server.pull(zone: "Quiet")
+            let busy = try await server.pull()
+            try await server.modify([Op.create("b1"), Op.create("b2")])
+            let again = try await server.pull(zone: "Quiet", from: quiet.token)
+            #expect(again.records.isEmpty && again.token == quiet.token)
+            // A first fetch of it ends at its own last change too, and a later write to it is found from there.
+            #expect(try await server.pull(zone: "Quiet").token == quiet.token)
+            try await server.modify([Op.create("q2")], zone: "Quiet")
+            #expect(try await server.pull(zone: "Quiet", from: quiet.token).records.map { $0["recordName"] } == ["q2"])
+            #expect(try await server.pull(from: busy.token).records.map { $0["recordName"] } == ["b1", "b2"])
+        }
+    }
+
     /// Regression: the pages after a first one carried tombstones of records deleted before the fetch began (CloudKit
     /// JS paging a large first sync got them all). A deletion made during the fetch still arrives.
     @Test func aFirstFetchSkipsTombstonesOnEveryPageButKeepsDeletionsMadeDuringIt() async throws {
