@@ -124,7 +124,16 @@ struct ConsoleController: Sendable {
         }
         let name = form["accountName"] ?? ""
         let password = form["password"] ?? ""
-        try SignInController.throttle(name, self.limiter, self.configuration.rateLimits)
+        do {
+            try SignInController.throttle(name, self.limiter, self.configuration.rateLimits)
+        } catch let error as CloudError where error.code == .throttled {
+            // A person at a browser gets the page again, saying when to retry, not the API's JSON.
+            let seconds = error.retryAfter ?? 1
+            var page = self.signInPage(
+                error: "Too many sign-in attempts. Try again in \(seconds) second\(seconds == 1 ? "" : "s").", status: .tooManyRequests)
+            page.headers[.retryAfter] = String(seconds)
+            return page
+        }
         guard (try? FieldName.validate(name, path: "", what: "")) != nil, password.utf8.count <= PasswordHasher.maximumPasswordLength,
             let (token, session) = try await self.dependencies.credentials.startConsoleSession(
                 accountName: name, password: password, logger: context.logger)

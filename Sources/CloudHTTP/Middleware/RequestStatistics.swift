@@ -57,6 +57,8 @@ final class RequestStatistics: Sendable {
         guard let first = parts.first else { return "other" }
         switch first {
         case "database":
+            // A long poll's time is how long nothing changed, not how fast it was served: waits are their own family.
+            if parts.count > 6, parts[5] == "changes", parts[6].hasPrefix("wait") { return "waits" }
             if parts.count > 5, Self.databaseFamilies.contains(String(parts[5])) { return String(parts[5]) }
             return "other"
         case "device": return "tokens"

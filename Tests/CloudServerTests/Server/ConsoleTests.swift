@@ -61,6 +61,26 @@ import Testing
         return (answer.cookies["stadiumcloud_console"], answer)
     }
 
+    /// Regression: long polls counted in the "changes" family, whose p99 then said 5.5 s: how long nothing changed.
+    @Test func longPollsAreTheirOwnFamily() {
+        let base = "/database/1/iCloud.com.sportstime.app/production/private/"
+        #expect(RequestStatistics.family(ofPath: base + "changes/wait") == "waits")
+        #expect(RequestStatistics.family(ofPath: base + "changes/wait?ckAPIToken=x") == "waits")
+        #expect(RequestStatistics.family(ofPath: base + "changes/zone") == "changes")
+        #expect(RequestStatistics.family(ofPath: base + "records/modify") == "records")
+        #expect(RequestStatistics.family(ofPath: "/webcourier/aps?ckAPIToken=x") == "courier")
+    }
+
+    /// Regression: a throttled sign-in answered the API's JSON error to the browser.
+    @Test func aThrottledSignInGetsThePageAgainSayingWhenToRetry() async throws {
+        try await TestServer.run(configure: { $0.rateLimits.signInPerAccount = RateLimit(perSecond: 0.1, burst: 1) }) { server in
+            #expect(try await Self.signIn(server, "ops", "wrong password entirely").page.status == 401)
+            let throttled = try await Self.signIn(server, "ops", "wrong password entirely").page
+            #expect(throttled.status == 429 && throttled.headers[.retryAfter] == "10")
+            #expect(throttled.html.contains("Too many sign-in attempts. Try again in 10 seconds.") && throttled.html.contains("<form"))
+        }
+    }
+
     @Test func operatorsSignInSeeCountsNotContentsAndSignOut() async throws {
         let time = ManualClock()
         try await TestServer.run(configure: { $0.clock = time.clock }) { server in
