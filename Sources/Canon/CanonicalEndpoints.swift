@@ -74,6 +74,19 @@ public final class CanonicalEndpoints: Sendable {
         }
     }
 
+    /// Builds the catalogs of these public databases now, so the first canonical request or visit saved after a start
+    /// does not wait seconds for it (nor runs into the database deadline meanwhile).
+    public func warm(containers: some Sequence<String>, environments: [String], logger: Logger) async {
+        for container in containers {
+            for environment in environments {
+                guard let database = try? await self.records.database(
+                    container: container, environment: environment, scope: .public, owner: nil, logger: logger)
+                else { continue }
+                _ = try? await self.catalog(for: database, logger: logger)
+            }
+        }
+    }
+
     func listedZonesHead(of database: DatabaseRef, logger: Logger) async throws -> Int64 {
         try await self.heads.read(database) { databases in
             var heads: [DatabaseRef: Int64] = [:]

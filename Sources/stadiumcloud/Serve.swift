@@ -114,6 +114,7 @@ struct Serve: AsyncParsableCommand {
         configuration.connections.idleTimeout = .seconds(self.idleTimeoutSeconds)
         let feeds = self.feeds ? self.feedConfiguration(containers: configuration.containers) : nil
         let clock = configuration.clock
+        let containers = configuration.containers
         let live = try Live(self.database, configuration: configuration)
         configuration.connections.maximum = OpenFiles.raiseLimit(connections: self.maxConnections, logger: live.logger)
         let server = ServerService(
@@ -121,6 +122,7 @@ struct Serve: AsyncParsableCommand {
             extensions: { records in
                 let canonical = CanonicalEndpoints(records: records)
                 var extensions = canonical.extensions
+                extensions.backgroundJobs.append { await canonical.warm(containers: containers, environments: ["production", "development"], logger: live.logger) }
                 if let feeds {
                     let poller = FeedPoller(records: records, canonical: canonical, configuration: feeds, clock: clock, logger: live.logger)
                     extensions.backgroundJobs.append { try await poller.run() }

@@ -98,8 +98,12 @@ public func buildApplication(
         logger: logger)
 }
 
-/// An extension's background job as a service of the application: it ends with the server.
+/// An extension's background job as a service of the application: it ends with the server, and a job that is done
+/// first (warming a cache) leaves the server running.
 struct BackgroundJob: Service {
     let job: @Sendable () async throws -> Void
-    func run() async throws { try await cancelWhenGracefulShutdown { try await self.job() } }
+    func run() async throws {
+        try await cancelWhenGracefulShutdown { try await self.job() }
+        try? await gracefulShutdown()
+    }
 }
