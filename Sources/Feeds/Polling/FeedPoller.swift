@@ -113,22 +113,26 @@ public final class FeedPoller: Service, Sendable {
     @discardableResult
     public func poll(league: String, days: ClosedRange<CivilDate>, today: CivilDate) async -> Report {
         var report = Report()
-        for provider in self.configuration.providers(for: league) {
-            guard let health = self.health[provider.name], health.isEnabled(now: self.clock.now),
-                let path = provider.path(league: league, days: days, today: today), let base = self.configuration.baseURLs[provider.name]
-            else { continue }
+        let providers = self.configuration.providers(for: league)
+        /// Where to ask a provider, when it is enabled and can answer for these days.
+        func address(of provider: any ScoreProvider) -> String? {
+            guard self.health[provider.name]?.isEnabled(now: self.clock.now) == true, let base = self.configuration.baseURLs[provider.name] else {
+                return nil
+            }
+            return provider.path(league: league, days: days, today: today).map { base + $0 }
+        }
+        for (index, provider) in providers.enumerated() {
+            guard let url = address(of: provider), let health = self.health[provider.name] else { continue }
             let started = self.clock.now
-            guard let parsed = await self.ask(provider, path: base + path, league: league, report: &report) else { continue }
+            guard let parsed = await self.ask(provider, path: url, league: league, report: &report) else { continue }
             report.provider = provider.name
             report.reported = parsed.games.count
             report.skipped = parsed.skipped
             let unmatched = await self.applyToTargets(parsed.games, from: provider, confirming: nil, report: &report)
             // An unofficial provider's game that matches none is added when the next provider reports it too.
             if !unmatched.isEmpty, provider.trust != .official,
-                let confirmer = self.configuration.providers(for: league).drop(while: { $0.name != provider.name }).dropFirst().first(where: {
-                    self.health[$0.name]?.isEnabled(now: self.clock.now) == true && $0.path(league: league, days: days, today: today) != nil
-                }), let confirmerBase = self.configuration.baseURLs[confirmer.name],
-                let confirming = await self.ask(confirmer, path: confirmerBase + confirmer.path(league: league, days: days, today: today)!, league: league, report: &report)
+                let (confirmer, confirmerURL) = providers.dropFirst(index + 1).lazy.compactMap({ other in address(of: other).map { (other, $0) } }).first,
+                let confirming = await self.ask(confirmer, path: confirmerURL, league: league, report: &report)
             {
                 let ids = Set(unmatched.map { "\(provider.name) \($0.id):" })
                 report.refused.removeAll { refusal in ids.contains { refusal.hasPrefix($0) } }
