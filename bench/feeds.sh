@@ -38,6 +38,10 @@ head -n 1 "$feeds_work/replay.log"
 bench_start_server "$bin"
 stop_everything() {
     kill "$replay_pid" 2>/dev/null || true
+    # The server stopped here, so that bench_stop_server (whose `kill` of a server already gone would end the trap
+    # under set -e, before PostgreSQL is stopped) only stops PostgreSQL.
+    stop_server
+    bench_server_pid=""
     bench_stop_server
     rm -rf "$feeds_work"
 }
@@ -53,6 +57,7 @@ http_port="${bench_url##*:}"
 # The feeds are turned on by starting a server with --feeds once the data is in: a poller started before the
 # import would spend its first round on an empty catalog, and its schedule polls would not be due again for a day.
 stop_server() {
+    [ -n "$bench_server_pid" ] || return 0
     kill "$bench_server_pid" 2>/dev/null || true
     for _ in $(seq 1 150); do kill -0 "$bench_server_pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$bench_server_pid" 2>/dev/null || true
@@ -114,7 +119,8 @@ probes=0
 pg_before="$(pg_counters)"
 curl -sf -X POST "$replay_url/_bench/mark" >/dev/null
 start_server "${feeds[@]}"
-timeout 300 python3 bench/feeds.py round --replay "$replay_url" --server "$bench_url" --out "$feeds_work/ingest.json"
+timeout 300 python3 bench/feeds.py round --replay "$replay_url" --server "$bench_url" --server-pid "$bench_server_pid" \
+    --out "$feeds_work/ingest.json"
 stop_server
 pg_quiet
 pg_after="$(pg_counters)"
