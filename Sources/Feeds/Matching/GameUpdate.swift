@@ -105,7 +105,7 @@ enum GameUpdate {
             "canonicalId": .string(id), "uuid": .string(CanonicalID.uuid(for: id).uuidString), "league": .reference(league.id),
             "season": .int(season), "seasonLabel": .string(label), "gameType": .string(reported.gameType ?? "regular"),
             "homeTeam": .reference(home), "awayTeam": .reference(away), "stadium": .reference(venue), "neutralSite": .int(0),
-            "source": .string(GameUpdate.createdSource + reported.provider), "sourceGameId": .string(reported.id),
+            "source": .string(CanonicalImportPlan.feedSourcePrefix + reported.provider), "sourceGameId": .string(reported.id),
         ]
         fields["startTime"] = FieldValue(type: .timestamp, value: .int(reported.startTime))
         fields["localDate"] = .string(localDate.description)
@@ -117,7 +117,4 @@ enum GameUpdate {
         else { return nil }
         return (CanonicalDataset.gameZone("\(league.abbreviation)_\(season)"), RecordDraft(recordName: id, recordType: "Game", fields: updated))
     }
-
-    /// The `source` of a game a feed created: the import leaves such games alone (no file lists them).
-    static let createdSource = CanonicalImportPlan.feedSourcePrefix
 }

@@ -257,7 +257,6 @@ public final class FeedPoller: Service, Sendable {
         guard !zones.isEmpty else { return applied }
         let names = updates.values.flatMap(\.keys) + creates.values.flatMap { $0.map(\.recordName) }
         let trustByName = Dictionary(self.configuration.providers.map { ($0.name, $0.trust) }, uniquingKeysWith: { a, _ in a })
-        let sport = Dictionary(uniqueKeysWithValues: games.map { ($0.league, catalog.sports[$0.league]) }.uniqued(by: \.0))
         let (zoneUpdates, zoneCreates) = (updates, creates)
         let outcome = Mutex(Applied())
         let stamp = ChangeStamp(timestamp: now, userRecordName: "_canonicalImport", deviceID: "feed " + provider.name)
@@ -268,7 +267,7 @@ public final class FeedPoller: Service, Sendable {
                 for (id, (reported, day)) in (zoneUpdates[zone] ?? [:]).sorted(by: { $0.key < $1.key }) {
                     guard let record = stored[zone]?[id], !record.deleted else { continue }
                     switch GameUpdate.apply(
-                        reported, trust: provider.trust, to: record, localDate: day, sport: sport[reported.league] ?? nil, now: now,
+                        reported, trust: provider.trust, to: record, localDate: day, sport: catalog.sports[reported.league], now: now,
                         trustOf: { trustByName[$0] })
                     {
                     case .changed(let fields, _):
@@ -330,9 +329,3 @@ public final class FeedPoller: Service, Sendable {
     static let eastern = TimeZone(identifier: "America/New_York")!
 }
 
-extension Sequence {
-    func uniqued<Key: Hashable>(by key: (Element) -> Key) -> [Element] {
-        var seen = Set<Key>()
-        return self.filter { seen.insert(key($0)).inserted }
-    }
-}

@@ -1,4 +1,5 @@
 import CloudCore
+import Foundation
 import SportsDomain
 
 /// The NBA's live scoreboard on its CDN (`cdn.nba.com/static/json/liveData/scoreboard/todaysScoreboard_00.json`):
@@ -50,7 +51,7 @@ public struct NBALiveScoreboard: ScoreProvider {
                     startTime: start, status: status,
                     period: status == .scheduled ? nil : game["period"]?.int64Value.map { Int($0) },
                     clock: status == .live ? Self.clock(game["gameClock"]?.stringValue) : nil,
-                    detail: status == .scheduled ? nil : text.trimmedSpaces, home: side(home), away: side(away)))
+                    detail: status == .scheduled ? nil : text.trimmingCharacters(in: .whitespaces), home: side(home), away: side(away)))
         }
         return (games, skipped)
     }
@@ -65,11 +66,3 @@ public struct NBALiveScoreboard: ScoreProvider {
     }
 }
 
-extension String {
-    var trimmedSpaces: String {
-        var text = Substring(self)
-        while text.first == " " { text = text.dropFirst() }
-        while text.last == " " { text = text.dropLast() }
-        return String(text)
-    }
-}
