@@ -15,10 +15,9 @@ import Testing
 @Suite struct ClientSyncTests {
     static let password = "correct horse battery staple"
 
-    /// A server with the SportsTime schema and Alice's password; `folder` holds the devices' stores. The database
-    /// deadline is as long as `runImported`'s, for the catalog built on a busy machine.
+    /// A server with the SportsTime schema and Alice's password; `folder` holds the devices' stores.
     static func run(_ body: @Sendable (TestServer, String) async throws -> Void) async throws {
-        try await TestServer.run(.live, configure: { $0.databaseTimeout = .seconds(120) }) { server in
+        try await TestServer.run(.live) { server in
             try await server.dependencies.records.applySchema(
                 try CanonicalFixtures.schema.get(), to: TestServer.development, logger: TestDatabase.logger)
             _ = try await server.dependencies.credentials.setPassword(accountName: "alice", password: Self.password, logger: TestDatabase.logger)

@@ -18,12 +18,9 @@ enum CanonicalFixtures {
 extension TestServer {
     var importer: CanonicalImporter { CanonicalImporter(records: self.dependencies.records, logger: TestDatabase.logger) }
 
-    /// Runs `body` with a server whose public database holds `dataset` (the schema applied, then imported). The
-    /// database deadline is two minutes: the first canonical request builds the catalog, which in a debug build on a
-    /// busy 2-core machine took over the default 10 s (a fresh-clone CI answered TRY_AGAIN_LATER there); these tests
-    /// check answers, DatabaseDeadlineTests the deadline.
+    /// Runs `body` with a server whose public database holds `dataset` (the schema applied, then imported).
     static func runImported(_ dataset: CanonicalDataset, _ body: @Sendable @escaping (TestServer) async throws -> Void) async throws {
-        try await TestServer.run(configure: { $0.databaseTimeout = .seconds(120) }) { server in
+        try await TestServer.run { server in
             try await server.dependencies.records.applySchema(
                 try CanonicalFixtures.schema.get(), to: TestServer.development, logger: TestDatabase.logger)
             _ = try await server.importer.run(dataset, container: "iCloud.com.sportstime.test", environment: "development", dryRun: false)
