@@ -28,10 +28,14 @@ import Testing
         #expect(live.games(on: CivilDate("2026-11-30")!...CivilDate("2026-11-30")!).map(\.status) == ["live"])
         #expect(live.game(league: "league_nba", provider: "espn", id: "a")?.status == "live")
 
-        // Postponed to after c: sorted, found on its new day and no longer on its old one, as a rebuild would.
+        // b's score, then a postponed to after c: sorted, found on its new day and no longer on its old one, as a
+        // rebuild would, with b's score kept through the new sort.
+        let scored = Self.game("b", start: "2026-12-02T00:30:00Z", day: "2026-12-01", status: "live", home: 7)
         let moved = [Self.game("a", start: "2026-12-04T00:30:00Z", day: "2026-12-03", status: "scheduled")]
-        let updated = live.updating(with: moved)
-        let rebuilt = GameIndex(records: Array(records.dropFirst()) + moved)
+        let updated = live.updating(with: [scored]).updating(with: moved)
+        let rebuilt = GameIndex(records: [scored, records[2]] + moved)
+        #expect(live.game("b")?.homeScore == nil, "an update leaves the index it was made from as it was")
+        #expect(updated.game("b")?.homeScore == 7)
         #expect(updated.games == rebuilt.games && updated.games.map(\.id) == ["b", "c", "a"])
         #expect(updated.games(on: CivilDate("2026-11-30")!...CivilDate("2026-11-30")!).isEmpty)
         #expect(updated.games(on: CivilDate("2026-12-03")!...CivilDate("2026-12-03")!).map(\.id) == ["a"])
