@@ -114,35 +114,42 @@ extension CanonicalCatalog {
         }
     }
 
-    /// The games a photo taken at a place and time may show, best first: venues near the point that were open
-    /// on that date (`CanonicalDirectory.nearby`), the games at each on the capture's local day (or the evening
-    /// before, for a game running past midnight), with the venue's and the game's names of that date.
-    /// `venues` lists every nearby venue, also those without a game.
+    /// The games a photo taken at a place and time may show, best first, and what the app does with it: venues near
+    /// the point that were open on that date (`CanonicalDirectory.nearby`), the games at each from the day before the
+    /// capture's local day there to the day after, with the venue's and the game's names of that date. `venues` lists
+    /// every nearby venue, also those without a game.
     public func match(latitude: Double, longitude: Double, time: Int64, sport: String? = nil, radius: Double = 5000) -> (
-        matches: [Match], venues: [CanonicalDirectory.Nearby]
+        matches: [Match], venues: [CanonicalDirectory.Nearby], verdict: PhotoMatchRules.Verdict
     ) {
         let venues = self.directory.nearby(latitude: latitude, longitude: longitude, radius: radius, sport: sport, on: time)
         var matches: [Match] = []
         for venue in venues {
             guard let day = self.localDate(of: time, at: venue.canonicalId) else { continue }
-            for game in self.games.games(on: day.adding(days: -1)...day, GameIndex.Filter(venue: venue.canonicalId)) {
+            let games = self.games.games(on: day.adding(days: -1)...day.adding(days: 1), GameIndex.Filter(venue: venue.canonicalId))
+            for game in games {
                 let sinceStart = time - game.startTime
                 let during = !game.timeTBD && sinceStart >= -90 * 60_000 && sinceStart <= Self.duration(ofSport: self.sports[game.league])
-                guard during || game.localDate == day else { continue }
+                // A doubleheader's second game often has no start of its own ("follows game 1"): during either game,
+                // neither is exact.
+                let doubleheader = games.contains { $0.id != game.id && $0.localDate == game.localDate }
+                let sameDay = during || game.localDate == day
                 let confidence: MatchConfidence =
                     switch venue.confidence {
-                    case .high: during ? .exact : .likely
+                    case .high: during && !doubleheader ? .exact : sameDay ? .likely : .possible
                     case .medium: during ? .likely : .possible
                     case .low: .possible
                     }
-                matches.append(Match(game: game, venue: venue, confidence: confidence, minutesFromStart: Int(sinceStart / 60_000)))
+                let matchDay: PhotoMatchRules.Day = sameDay ? .same : .adjacent
+                matches.append(
+                    Match(
+                        game: game, venue: venue, confidence: confidence, day: matchDay,
+                        verdict: PhotoMatchRules.verdict(distance: venue.confidence, day: matchDay), minutesFromStart: Int(sinceStart / 60_000)))
             }
         }
-        matches.sort {
-            ($0.confidence.rank, $0.venue.distanceMeters, abs($0.minutesFromStart)) < (
-                $1.confidence.rank, $1.venue.distanceMeters, abs($1.minutesFromStart)
-            )
+        func order(_ match: Match) -> (Int, Int, Double, Int64) {
+            (match.day == .same ? 0 : 1, match.confidence.rank, match.venue.distanceMeters, abs(Int64(match.minutesFromStart)))
         }
-        return (matches, venues)
+        matches.sort { order($0) < order($1) }
+        return (matches, venues, PhotoMatchRules.verdict(of: matches.map { ($0.verdict, $0.day) }))
     }
 }

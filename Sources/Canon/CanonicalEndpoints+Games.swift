@@ -66,7 +66,8 @@ extension CanonicalEndpoints {
         ]
     }
 
-    /// GPS and capture time (+ optional sport and radius) → the games the photo may show, best first.
+    /// GPS and capture time (+ optional sport and radius) → the games the photo may show, best first, and what the app
+    /// does with it (`PhotoMatchRules`).
     func match(_ body: JSONValue, _ database: DatabaseRef, _ logger: Logger) async throws -> JSONValue {
         guard let latitude = body["latitude"]?.doubleValue, let longitude = body["longitude"]?.doubleValue,
             (-90...90).contains(latitude), (-180...180).contains(longitude)
@@ -97,10 +98,11 @@ extension CanonicalEndpoints {
                 distance: nearby.distanceMeters, confidence: nearby.confidence.rawValue)
         }
         return MatchAnswer(
+            verdict: found.verdict.rawValue,
             matches: found.matches.map { match in
                 MatchAnswer.Match(
-                    confidence: match.confidence.rawValue, minutesFromStart: match.minutesFromStart, venue: venue(match.venue),
-                    game: Self.named(match.game, catalog))
+                    confidence: match.confidence.rawValue, day: match.day.rawValue, verdict: match.verdict.rawValue,
+                    minutesFromStart: match.minutesFromStart, venue: venue(match.venue), game: Self.named(match.game, catalog))
             },
             venues: found.venues.map(venue)
         ).json

@@ -10,9 +10,22 @@ public struct GameMatch: Sendable, Equatable {
     public var stadiumName: String
     /// `exact` (at the venue during the game), `likely` or `possible`.
     public var confidence: String
+    /// `same` (the photo's local day, or during the game) or `adjacent` (the day before or after).
+    public var day: String
+    /// This game's `autoSelect`, `confirm` or `manual` by the app's rules (`PhotoMatchRules`).
+    public var verdict: String
     public var minutesFromStart: Int
     /// The game as the server describes it: teams and venue with their names of that date, score, status.
     public var summary: String
+}
+
+/// The server's answer to "which game does this photo show", decided by the app's rules so every device agrees.
+public struct PhotoMatches: Sendable, Equatable {
+    /// `autoSelect` (take the first game), `confirm` (ask the person about the first game), `choose` (the person
+    /// picks one of `games`) or `manual` (the person enters the game).
+    public var verdict: String
+    /// Best first.
+    public var games: [GameMatch]
 }
 
 extension StadiumCloudClient {
@@ -69,20 +82,21 @@ extension StadiumCloudClient {
             ?? self.store.record(id, scope: .public)?.fields["name"]?.value.stringValue
     }
 
-    /// The games a photo taken at a place and time may show, best first (the server's `canonical/match`, which
-    /// knows every season, also those this device does not keep). `time` is ms since 1970.
-    public func match(latitude: Double, longitude: Double, time: Int64, sport: String? = nil) async throws -> [GameMatch] {
+    /// The games a photo taken at a place and time may show, best first, and what to do with them (the server's
+    /// `canonical/match`, which knows every season, also those this device does not keep). `time` is ms since 1970.
+    public func match(latitude: Double, longitude: Double, time: Int64, sport: String? = nil) async throws -> PhotoMatches {
         var body: [String: JSONValue] = ["latitude": .double(latitude), "longitude": .double(longitude), "time": .int(time)]
         if let sport { body["sport"] = .string(sport) }
         let answer = MatchAnswer(json: try await self.engine.service.call(.public, "canonical/match", .object(body)))
-        return answer.matches.map { match in
+        let games = answer.matches.map { match in
             let game = match.game
             let score = game.game.homeScore.map { home in " \(game.game.awayScore ?? 0)–\(home)" } ?? ""
             return GameMatch(
                 gameID: game.game.id, stadiumID: match.venue.venue.canonicalId, stadiumName: match.venue.venue.name, confidence: match.confidence,
-                minutesFromStart: match.minutesFromStart,
+                day: match.day, verdict: match.verdict, minutesFromStart: match.minutesFromStart,
                 summary: "\(game.awayTeam.name) at \(game.homeTeam.name)\(score), \(game.game.localDate) (\(game.game.status))")
         }
+        return PhotoMatches(verdict: answer.verdict, games: games)
     }
 
     static func game(from record: LocalRecord) -> Game? { Game(recordName: record.recordName, fields: record.fields) }

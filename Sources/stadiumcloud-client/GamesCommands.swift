@@ -59,11 +59,11 @@ struct Match: AsyncParsableCommand {
             throw ValidationError("TIME must be like 2024-07-04T18:05:00Z or milliseconds since 1970")
         }
         try await reporting {
-            let matches = try await self.options.open().match(latitude: self.latitude, longitude: self.longitude, time: ms, sport: self.sport)
-            if matches.isEmpty { print("no game at a venue near that point on that day") }
-            for match in matches {
+            let found = try await self.options.open().match(latitude: self.latitude, longitude: self.longitude, time: ms, sport: self.sport)
+            print(found.games.isEmpty ? "manual: no game at a venue near that point that day or the day before or after" : found.verdict)
+            for match in found.games {
                 print(
-                    "\(match.confidence)  \(match.summary)  at \(match.stadiumName)  (\(match.minutesFromStart) min after the start)  \(match.gameID)"
+                    "\(match.verdict)  \(match.confidence)  \(match.summary)  at \(match.stadiumName)  (\(match.minutesFromStart) min after the start)  \(match.gameID)"
                 )
             }
         }

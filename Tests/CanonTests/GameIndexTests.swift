@@ -106,9 +106,69 @@ import Testing
         #expect(morning.matches.first?.game.id == "game_mlb_2025_1")
         #expect(morning.matches.first?.confidence == .likely)
 
-        // A day without games anywhere near: venues, no matches.
-        let idle = Self.catalog.match(latitude: 37.0, longitude: -122.0, time: GameTime.milliseconds("2025-06-03T20:00:00Z")!)
-        #expect(idle.matches.isEmpty)
+        // Days later, without games anywhere near that day or the days beside it: venues, no matches.
+        let idle = Self.catalog.match(latitude: 37.0, longitude: -122.0, time: GameTime.milliseconds("2025-06-10T20:00:00Z")!)
+        #expect(idle.matches.isEmpty && idle.verdict == .manual)
         #expect(idle.venues.count == 2)
+    }
+
+    /// Lone Park, 55 km from the others: one evening game on 2025-06-10 and a doubleheader on 2025-06-20 whose second
+    /// game follows the first (no start of its own: 19:00 local, timeTBD).
+    static let lone = CanonicalCatalog(records: [
+        Self.record("League", "league_mlb", ["sport": Self.string("baseball"), "abbreviation": Self.string("MLB")]),
+        Self.record(
+            "Stadium", "stadium_mlb_lone",
+            [
+                "name": Self.string("Lone Park"), "timeZone": Self.string("America/Los_Angeles"),
+                "location": FieldValue(type: .location, value: ["latitude": 37.5, "longitude": -122.0]),
+                "sports": FieldValue(type: .stringList, value: ["baseball"]),
+            ]),
+        Self.game("game_mlb_2025_10", start: "2025-06-11T02:05:00Z", day: "2025-06-10", home: "team_mlb_a", away: "team_mlb_b", at: "stadium_mlb_lone"),
+        Self.game("game_mlb_2025_20", start: "2025-06-20T20:05:00Z", day: "2025-06-20", home: "team_mlb_a", away: "team_mlb_c", at: "stadium_mlb_lone"),
+        Self.record(
+            "Game", "game_mlb_2025_21",
+            Self.game("x", start: "2025-06-21T02:00:00Z", day: "2025-06-20", home: "team_mlb_a", away: "team_mlb_c", at: "stadium_mlb_lone").fields
+                .merging(["timeTBD": FieldValue(type: .int64, value: .int(1))]) { $1 }),
+    ])
+
+    /// Each row of the app's rules (spatial: high < 500 m, medium 500 m–2 km, low 2–5 km; temporal: same local day,
+    /// adjacent day, out of range), a doubleheader and two venues within 2 km: the verdict of the answer and of its
+    /// first pair.
+    @Test func everyRowOfTheAppsMatchRulesGivesItsVerdict() throws {
+        typealias Verdict = PhotoMatchRules.Verdict
+        func verdicts(_ latitude: Double, _ time: String, _ catalog: CanonicalCatalog = Self.lone) -> (Verdict, Verdict?, [String]) {
+            let found = catalog.match(latitude: latitude, longitude: -122.0, time: GameTime.milliseconds(time)!)
+            return (found.verdict, found.matches.first?.verdict, found.matches.map(\.game.id))
+        }
+        let (lone, medium, low) = (37.5, 37.509, 37.527)
+        // 18:00 local on the 10th at the venue, an hour before the game: the same day, high.
+        #expect(verdicts(lone, "2025-06-11T01:00:00Z") == (.autoSelect, .autoSelect, ["game_mlb_2025_10"]))
+        #expect(Self.lone.match(latitude: lone, longitude: -122.0, time: GameTime.milliseconds("2025-06-11T01:00:00Z")!).matches.first?.confidence == .exact)
+        // The next morning and the day before (tailgating, time zones): adjacent, high.
+        #expect(verdicts(lone, "2025-06-11T17:00:00Z") == (.confirm, .confirm, ["game_mlb_2025_10"]))
+        #expect(verdicts(lone, "2025-06-09T20:00:00Z") == (.confirm, .confirm, ["game_mlb_2025_10"]))
+        // 1 km away: medium, the same day or the next.
+        #expect(verdicts(medium, "2025-06-11T01:00:00Z") == (.confirm, .confirm, ["game_mlb_2025_10"]))
+        #expect(verdicts(medium, "2025-06-11T17:00:00Z") == (.confirm, .confirm, ["game_mlb_2025_10"]))
+        // 3 km away: low, listed but entered by hand.
+        #expect(verdicts(low, "2025-06-11T01:00:00Z") == (.manual, .manual, ["game_mlb_2025_10"]))
+        // Two days after: out of range, nothing to propose.
+        #expect(verdicts(lone, "2025-06-12T20:00:00Z") == (.manual, nil, []))
+
+        // During the doubleheader's second game (16:30 local, still inside game 1's four hours): the person
+        // chooses, and neither game is called exact.
+        let doubleheader = Self.lone.match(latitude: lone, longitude: -122.0, time: GameTime.milliseconds("2025-06-20T23:30:00Z")!)
+        #expect(doubleheader.verdict == .choose)
+        #expect(Set(doubleheader.matches.map(\.game.id)) == ["game_mlb_2025_20", "game_mlb_2025_21"])
+        #expect(doubleheader.matches.allSatisfy { $0.confidence == .likely && $0.verdict == .autoSelect })
+
+        // At Near Park during its game while Far Park, 1.2 km away, had one that day: the person chooses; the next
+        // day's game at Near Park (adjacent) does not compete with them.
+        let twoVenues = Self.catalog.match(latitude: 37.0, longitude: -122.0, time: GameTime.milliseconds("2025-06-02T03:05:00Z")!)
+        #expect(twoVenues.verdict == .choose)
+        #expect(twoVenues.matches.map(\.game.id) == ["game_mlb_2025_1", "game_mlb_2025_2", "game_mlb_2025_3"])
+        #expect(twoVenues.matches.map(\.day) == [.same, .same, .adjacent])
+        // On the 2nd at Near Park only its own game is that day: auto-selected, the 1st's games stay listed below it.
+        #expect(verdicts(37.0, "2025-06-02T21:00:00Z", Self.catalog) == (.autoSelect, .autoSelect, ["game_mlb_2025_3", "game_mlb_2025_1", "game_mlb_2025_2"]))
     }
 }

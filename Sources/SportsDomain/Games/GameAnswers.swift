@@ -84,20 +84,28 @@ public struct MatchAnswer: Sendable, Equatable {
     public struct Match: Sendable, Equatable {
         /// `exact` (at the venue during the game), `likely` or `possible`.
         public var confidence: String
+        /// `same` or `adjacent` (`PhotoMatchRules.Day`).
+        public var day: String
+        /// This pair's `autoSelect`, `confirm` or `manual` (`PhotoMatchRules`).
+        public var verdict: String
         /// Minutes from the game's start to the capture time (negative: before the start).
         public var minutesFromStart: Int
         public var venue: Venue
         public var game: NamedGame
 
-        public init(confidence: String, minutesFromStart: Int, venue: Venue, game: NamedGame) {
-            (self.confidence, self.minutesFromStart, self.venue, self.game) = (confidence, minutesFromStart, venue, game)
+        public init(confidence: String, day: String, verdict: String, minutesFromStart: Int, venue: Venue, game: NamedGame) {
+            (self.confidence, self.day, self.verdict) = (confidence, day, verdict)
+            (self.minutesFromStart, self.venue, self.game) = (minutesFromStart, venue, game)
         }
     }
 
+    /// What the app does with the photo: `autoSelect` the first match, let the person `confirm` it or `choose` among
+    /// the matches, or ask for the game by hand (`manual`).
+    public var verdict: String
     public var matches: [Match]
     public var venues: [Venue]
 
-    public init(matches: [Match], venues: [Venue]) { (self.matches, self.venues) = (matches, venues) }
+    public init(verdict: String, matches: [Match], venues: [Venue]) { (self.verdict, self.matches, self.venues) = (verdict, matches, venues) }
 
     public var json: JSONValue {
         func venue(_ venue: Venue) -> JSONValue {
@@ -107,11 +115,12 @@ public struct MatchAnswer: Sendable, Equatable {
             ]
         }
         return [
+            "verdict": .string(self.verdict),
             "matches": .array(
                 self.matches.map { match in
                     [
-                        "confidence": .string(match.confidence), "minutesFromStart": .int(Int64(match.minutesFromStart)),
-                        "venue": venue(match.venue), "game": match.game.json,
+                        "confidence": .string(match.confidence), "day": .string(match.day), "verdict": .string(match.verdict),
+                        "minutesFromStart": .int(Int64(match.minutesFromStart)), "venue": venue(match.venue), "game": match.game.json,
                     ]
                 }),
             "venues": .array(self.venues.map(venue)),
@@ -127,9 +136,11 @@ public struct MatchAnswer: Sendable, Equatable {
         self.matches = (json["matches"]?.arrayValue ?? []).compactMap { match in
             guard let venue = venue(match["venue"]), let game = NamedGame(json: match["game"]) else { return nil }
             return Match(
-                confidence: match["confidence"]?.stringValue ?? "possible", minutesFromStart: Int(match["minutesFromStart"]?.int64Value ?? 0),
+                confidence: match["confidence"]?.stringValue ?? "possible", day: match["day"]?.stringValue ?? "same",
+                verdict: match["verdict"]?.stringValue ?? "manual", minutesFromStart: Int(match["minutesFromStart"]?.int64Value ?? 0),
                 venue: venue, game: game)
         }
+        self.verdict = json["verdict"]?.stringValue ?? "manual"
         self.venues = (json["venues"]?.arrayValue ?? []).compactMap(venue)
     }
 }

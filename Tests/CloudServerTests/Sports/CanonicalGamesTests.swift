@@ -86,7 +86,8 @@ import Testing
             #expect(reply.status == 200, "\(reply.json)")
             let best = try #require(reply.json["matches"]?[0])
             #expect(best["game"]?["canonicalId"] == .string(home.id))
-            #expect(best["confidence"] == "exact")
+            #expect(best["confidence"] == "exact" && best["verdict"] == "autoSelect" && best["day"] == "same")
+            #expect(reply.json["verdict"] == "autoSelect")
             #expect(best["venue"]?["canonicalId"] == "stadium_mlb_fenway_park")
             #expect(best["minutesFromStart"] == 90)
 
@@ -94,6 +95,30 @@ import Testing
             let later = try await server.call(
                 "canonical/match", ["latitude": 42.3467, "longitude": -71.0972, "time": .int(start + 20 * 3_600_000)], database: "public")
             #expect(later.json["matches"]?.arrayValue?.contains { $0["confidence"] == "exact" } != true)
+        }
+    }
+
+    /// The app's rules on real games: the day after and the day before Opening Day in Tokyo are confirmed, not
+    /// dropped, and a photo during the second game of a real doubleheader (Citi Field, 2024-04-04; game 2 has no
+    /// start of its own) is the person's choice between the two, neither called exact.
+    @Test func adjacentDaysAreConfirmedAndADoubleheaderIsThePersonsChoice() async throws {
+        try await Self.withImportedServer { server in
+            func match(_ latitude: Double, _ longitude: Double, _ time: String) async throws -> JSONValue {
+                let reply = try await server.call("canonical/match", ["latitude": .double(latitude), "longitude": .double(longitude), "time": .string(time)], database: "public")
+                #expect(reply.status == 200, "\(reply.json)")
+                return reply.json
+            }
+            let dayAfter = try await match(35.7056, 139.7519, "2025-03-20T03:00:00Z")
+            #expect(dayAfter["verdict"] == "confirm")
+            #expect(dayAfter["matches"]?[0]?["day"] == "adjacent" && dayAfter["matches"]?[0]?["game"]?["localDate"] == "2025-03-19")
+            let dayBefore = try await match(35.7056, 139.7519, "2025-03-17T03:00:00Z")
+            #expect(dayBefore["verdict"] == "confirm" && dayBefore["matches"]?[0]?["game"]?["localDate"] == "2025-03-18")
+
+            let citi = try await match(40.7571, -73.8458, "2024-04-04T19:30:00Z")
+            #expect(citi["verdict"] == "choose")
+            let ids = Set(citi["matches"]?.arrayValue?.filter { $0["day"] == "same" }.compactMap { $0["game"]?["canonicalId"]?.stringValue } ?? [])
+            #expect(ids == ["game_mlb_2024_745844", "game_mlb_2024_745843"])
+            #expect(citi["matches"]?.arrayValue?.contains { $0["confidence"] == "exact" } == false)
         }
     }
 
