@@ -15,12 +15,14 @@ public struct CanonicalCatalog: Sendable {
     private let timeZones: [String: TimeZone]
     /// The ids of the live achievement definitions.
     public let achievements: Set<String>
+    /// What a person's visits earn: the engine every device runs, on the same records.
+    public let achievementEngine: AchievementEngine
     /// Each league's teams by their current name's last word(s) and code, normalized (`bruins`, `bos`): how score
     /// providers that give only a nickname or a code name a team.
     private let teamsByShortName: [String: [String: Set<String>]]
 
     /// The record types the catalog is built from.
-    public static let recordTypes = ["League", "Stadium", "Team", "StadiumAlias", "TeamAlias", "Game", "AchievementDefinition"]
+    public static let recordTypes = ["League", "Stadium", "Team", "StadiumAlias", "TeamAlias", "TeamVenue", "Game", "AchievementDefinition"]
 
     public init(records: [Record]) {
         self.init(records: records, games: GameIndex(records: records.filter { $0.recordType == "Game" }))
@@ -28,6 +30,7 @@ public struct CanonicalCatalog: Sendable {
 
     private init(records: [Record], games: GameIndex) {
         self.directory = CanonicalDirectory(records: records)
+        self.achievementEngine = AchievementEngine(records: records)
         self.games = games
         var sports: [String: String] = [:]
         var leagueIDs: [String: String] = [:]
@@ -88,8 +91,9 @@ public struct CanonicalCatalog: Sendable {
 }
 
 extension CanonicalCatalog {
-    /// How sure a photo-to-game match is: `exact` (at the venue, during the game), `likely` (at the venue that
-    /// day, or near it during the game), `possible` (somewhere near, that day).
+    /// How sure a photo-to-game match is: `exact` (at the venue, during the game, the only game there that day),
+    /// `likely` (at the venue that day, or near it during the game), `possible` (somewhere near, that day or the next
+    /// or previous one).
     public enum MatchConfidence: String, Sendable, Comparable {
         case exact, likely, possible
         var rank: Int { self == .exact ? 0 : self == .likely ? 1 : 2 }
@@ -101,6 +105,9 @@ extension CanonicalCatalog {
         public var game: Game
         public var venue: CanonicalDirectory.Nearby
         public var confidence: MatchConfidence
+        public var day: PhotoMatchRules.Day
+        /// This pair's verdict by the app's rules (`PhotoMatchRules`).
+        public var verdict: PhotoMatchRules.Verdict
         /// Minutes from the game's start to the capture time (negative: before the start).
         public var minutesFromStart: Int
     }

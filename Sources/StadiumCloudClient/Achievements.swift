@@ -41,11 +41,7 @@ extension StadiumCloudClient {
     public func updateAchievements(now: Int64 = Int64(Date().timeIntervalSince1970 * 1000)) throws -> [String] {
         let engine = try self.achievementEngine()
         guard !engine.definitions.isEmpty else { return [] }
-        let visits = try self.store.records(ofType: "StadiumVisit", scope: .private).compactMap { visit -> AchievementEngine.Visit? in
-            guard let stadium = visit.reference("stadium"), let date = visit.fields["visitDate"]?.value.int64Value else { return nil }
-            return AchievementEngine.Visit(
-                recordName: visit.recordName, stadium: stadium, date: date, sport: visit.fields["sport"]?.value.stringValue)
-        }
+        let visits = try self.store.records(ofType: "StadiumVisit", scope: .private).compactMap { AchievementEngine.Visit(record: Self.record(from: $0)) }
         let existing = try self.store.records(ofType: "Achievement", scope: .private).map(Self.record(from:))
         let edits = engine.edits(
             earned: engine.evaluate(visits), existing: Dictionary(existing.map { ($0.recordName, $0) }, uniquingKeysWith: { first, _ in first }),

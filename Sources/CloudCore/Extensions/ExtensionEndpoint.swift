@@ -20,16 +20,24 @@ public struct ServerExtensions: Sendable {
     }
 }
 
+/// The refusals of a batch, by record name, given every record it would write: the records it saves, as they would
+/// be stored, and the tombstones of those it deletes (a check may need the whole batch: a badge saved with the
+/// visits that earn it).
+public typealias BatchCheck = @Sendable (_ writes: [Record]) -> [String: CloudError]
+
 /// Checks a layer above the engine makes on records a write would save (the sports layer checks visits against the
-/// canonical data): a refused record fails alone with its error, as any per-record failure does.
+/// canonical data), and what it does after one: a refused record fails alone with its error, as any per-record
+/// failure does.
 public protocol WriteRules: Sendable {
     /// The record types the rules look at; a batch with none of them (and no untyped update) is not checked.
     var recordTypes: Set<String> { get }
-    /// The check for records saved into `zone` of `database` of `container`/`environment`, prepared before the write
-    /// begins (it may read other databases, such as the public one); nil when nothing applies there.
-    func check(writesTo database: DatabaseRef, zone: String, container: String, environment: String, logger: Logger) async throws -> (
-        @Sendable (Record) -> CloudError?
-    )?
+    /// The check for `operations` saved into `zone` of `database` of `container`/`environment`, prepared before the
+    /// write begins (it may read other databases, such as the public one); nil when nothing applies there.
+    func check(
+        _ operations: [RecordOperation], writesTo database: DatabaseRef, zone: String, container: String, environment: String, logger: Logger
+    ) async throws -> BatchCheck?
+    /// Called once a batch's changes are committed (`outcomes` in request order), to keep what depends on them right.
+    func didWrite(_ outcomes: [OperationOutcome], to database: DatabaseRef, zone: String, container: String, environment: String, logger: Logger) async
 }
 
 /// An extension endpoint under `/database/1/{container}/{environment}/{database}/{path}` (POST): it gets the parsed

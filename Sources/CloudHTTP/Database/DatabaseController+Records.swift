@@ -27,7 +27,14 @@ extension DatabaseController {
             operations, zoneName: zone, atomic: try call.body.bool("atomic"), in: call.database, stamp: stamp,
             idempotency: idempotency, check: try await self.writeCheck(operations, zone: zone, call), person: person?.userRecordName,
             logger: call.logger)
-        if !result.atomicFailed { self.recordsWritten.increment(by: result.outcomes.filter { !$0.isFailure }.count) }
+        if !result.atomicFailed {
+            self.recordsWritten.increment(by: result.outcomes.filter { !$0.isFailure }.count)
+            // A retried Idempotency-Key has no outcomes: what its first write did was followed up then.
+            if let rules = self.writeRules {
+                await rules.didWrite(
+                    result.outcomes, to: call.database, zone: zone, container: call.container, environment: call.environment, logger: call.logger)
+            }
+        }
         if let stored = result.answer {
             var writer = WireWriter()
             writer.status = HTTPResponse.Status(code: stored.status)
@@ -39,12 +46,12 @@ extension DatabaseController {
 
     /// The sports layer's check for this batch, when it saves a record of a type the rules look at (or one whose
     /// type an update leaves unsaid).
-    func writeCheck(_ operations: [RecordOperation], zone: String, _ call: DatabaseCall) async throws -> (@Sendable (Record) -> CloudError?)? {
+    func writeCheck(_ operations: [RecordOperation], zone: String, _ call: DatabaseCall) async throws -> BatchCheck? {
         guard let rules = self.writeRules,
             operations.contains(where: { $0.refusal == nil && !$0.type.isDelete && ($0.recordType.map(rules.recordTypes.contains) ?? true) })
         else { return nil }
         return try await rules.check(
-            writesTo: call.database, zone: zone, container: call.container, environment: call.environment, logger: call.logger)
+            operations, writesTo: call.database, zone: zone, container: call.container, environment: call.environment, logger: call.logger)
     }
 
     /// The batch's operations with their desired keys, and its one zone (the request's `zoneID`, else the records',

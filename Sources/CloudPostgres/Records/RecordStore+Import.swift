@@ -71,8 +71,10 @@ extension RecordStore {
     /// index and rebuild it when `listedZonesHead` moves. Unlisted zones (a trip poll's, in the public database) hold
     /// no data shared with everyone.
     /// With `changedAfter`, only the records changed after that point, deleted ones included (to update such an
-    /// index rather than rebuild it).
-    public func records(ofTypes types: [String], in database: DatabaseRef, changedAfter: Int64? = nil, logger: Logger) async throws -> [Record] {
+    /// index rather than rebuild it). With `zone`, only that zone's.
+    public func records(
+        ofTypes types: [String], in database: DatabaseRef, zone: String? = nil, changedAfter: Int64? = nil, logger: Logger
+    ) async throws -> [Record] {
         try await self.client.reading { connection in
             var builder = SQLBuilder()
             let columns = Self.recordColumns(&builder, desiredKeys: nil)
@@ -84,6 +86,7 @@ extension RecordStore {
                 WHERE z.database_id = \(builder.bind(database.id)) AND NOT z.deleted
                 AND NOT starts_with(z.zone_name, \(builder.bind(UnlistedZone.prefix)))
                 """)
+            if let zone { builder.append(" AND z.zone_name = \(builder.bind(zone))") }
             var records: [Record] = []
             for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {
                 records.append(try Self.record(from: Self.snapshot(columns)))

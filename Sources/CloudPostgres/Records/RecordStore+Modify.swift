@@ -9,12 +9,12 @@ import Synchronization
 extension RecordStore {
     /// Applies a batch of operations in one transaction. `atomic` (custom zones only) makes it all or nothing.
     /// With `idempotency`, a batch whose key was seen before is not applied again: its stored answer returns.
-    /// `check` is the layer above's rule for each record the batch would save (`WriteRules`); a refused record
+    /// `check` is the layer above's rule for the records the batch would write (`WriteRules`); a refused record
     /// fails alone, like any per-record failure. `person` is the signed-in person writing the public database (nil:
     /// an operator): each operation must then be allowed by its record type's permissions (`publicRefusal`).
     public func modify(
         _ operations: [RecordOperation], zoneName: String, atomic requestedAtomic: Bool?, in database: DatabaseRef,
-        stamp: ChangeStamp, idempotency: IdempotentWrite? = nil, check: (@Sendable (Record) -> CloudError?)? = nil, person: String? = nil,
+        stamp: ChangeStamp, idempotency: IdempotentWrite? = nil, check: BatchCheck? = nil, person: String? = nil,
         logger: Logger
     ) async throws -> ModifyResult {
         guard operations.count <= self.limits.maxOperations else {
@@ -54,7 +54,7 @@ extension RecordStore {
         var database: DatabaseRef
         var stamp: ChangeStamp
         var idempotency: IdempotentWrite?
-        var check: (@Sendable (Record) -> CloudError?)?
+        var check: BatchCheck?
         var person: String?
     }
 
@@ -158,9 +158,7 @@ extension RecordStore {
             operations: operations, existing: basis.existing, firstSeq: basis.head + 1, stamp: stamp,
             maxRecordBytes: self.limits.maxRecordBytes, schema: schema, scope: database.scope)
         if let check = batch.check {
-            for record in plan.writes where !record.deleted {
-                if let refusal = check(record) { plan.fail(record.recordName, refusal) }
-            }
+            for (name, refusal) in check(plan.writes).sorted(by: { $0.key < $1.key }) { plan.fail(name, refusal) }
         }
         // The asset collector deletes under the lock without a new change number, so only the lock keeps an asset.
         if !holdingLock, plan.writes.contains(where: { !$0.deleted && !Self.assetChecksums(in: $0.fields).isEmpty }) { return nil }

@@ -51,6 +51,14 @@ public struct AchievementEngine: Sendable {
         public init(recordName: String, stadium: String, date: Int64, sport: String? = nil) {
             (self.recordName, self.stadium, self.date, self.sport) = (recordName, stadium, date, sport)
         }
+
+        /// A `StadiumVisit` record's venue, day and sport; nil without a venue or a date.
+        public init?(record: Record) {
+            guard record.recordType == "StadiumVisit", !record.deleted, let stadium = record.fields["stadium"]?.value["recordName"]?.stringValue,
+                let date = record.fields["visitDate"]?.value.int64Value
+            else { return nil }
+            self.init(recordName: record.recordName, stadium: stadium, date: date, sport: record.fields["sport"]?.value.stringValue)
+        }
     }
 
     /// One earned achievement.

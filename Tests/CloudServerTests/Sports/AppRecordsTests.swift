@@ -186,6 +186,55 @@ extension AppRecordsTests {
             #expect(try phone.store.refusedEdits().first?.error.contains("never hosted basketball") == true)
         }
     }
+
+    /// The server checks a badge as it checks visits, with the engine the SDK runs: the visits it cites are the
+    /// account's own, and they earn it (a venue demolished later still counts); deleting a visit revokes what it
+    /// earned on the server at once, so a device that syncs later agrees.
+    @Test func aBadgeMustBeEarnedByTheAccountsOwnVisitsAndDeletingOneRevokesIt() async throws {
+        try await ClientSyncTests.run { server, _ in
+            _ = try await server.importer.run(try CanonicalFixtures.dataset.get(), container: Self.container, environment: "development", dryRun: false)
+            func visit(_ name: String, _ stadium: String, _ day: String) -> JSONValue {
+                let fields: [String: JSONValue] = [
+                    "stadium": ["value": ["recordName": .string(stadium), "action": "NONE"]], "sport": ["value": "baseball"],
+                    "visitDate": ["value": .int(try! CanonicalDate.milliseconds(day)), "type": "TIMESTAMP"],
+                ]
+                return ["operationType": "create", "record": ["recordName": .string(name), "recordType": "StadiumVisit", "fields": .object(fields)]]
+            }
+            func badge(_ name: String, visits: [String], earnedAt day: String = "2025-06-05", revokedAt: Int64? = nil) -> JSONValue {
+                var fields: [String: JSONValue] = [
+                    "achievementId": ["value": .string(name)], "earnedAt": ["value": .int(try! CanonicalDate.milliseconds(day)), "type": "TIMESTAMP"],
+                    "visits": ["value": .array(visits.map { ["recordName": .string($0), "action": "NONE"] }), "type": "REFERENCE_LIST"],
+                ]
+                if let revokedAt { fields["revokedAt"] = ["value": .int(revokedAt), "type": "TIMESTAMP"] }
+                return ["operationType": "create", "record": ["recordName": .string(name), "recordType": "Achievement", "fields": .object(fields)]]
+            }
+            try await server.modify([visit("bobs_visit", "stadium_mlb_oracle_park", "2025-06-01")], as: server.bob)
+
+            // Five MLB parks, the first the Oakland Coliseum in 2023 (demolished since), saved with the badge they earn.
+            let five = [
+                ("coliseum", "stadium_mlb_oakland_coliseum", "2023-06-01"), ("oracle", "stadium_mlb_oracle_park", "2025-06-01"),
+                ("dodger", "stadium_mlb_dodger_stadium", "2025-06-02"), ("petco", "stadium_mlb_petco_park", "2025-06-03"),
+                ("wrigley", "stadium_mlb_wrigley_field", "2025-06-05"),
+            ]
+            let earned = try await server.modify(five.map { visit($0.0, $0.1, $0.2) } + [badge("achievement_mlb_5_venues", visits: five.map(\.0))])
+            #expect(earned.status == 200 && earned.anyErrorCode == nil, "\(earned.json)")
+
+            let refused = try await server.modify([
+                badge("achievement_mlb_all_venues", visits: five.map(\.0)), badge("achievement_first_visit", visits: ["bobs_visit"]),
+            ])
+            #expect(refused.records.map { $0["serverErrorCode"]?.stringValue } == ["BAD_REQUEST", "BAD_REQUEST"])
+            #expect(refused.records[0]["reason"]?.stringValue?.contains("is not earned by this account's 5 visit(s)") == true)
+            #expect(refused.records[1]["reason"]?.stringValue?.contains("cites visit bobs_visit, which is not a visit of this account") == true)
+            // Revoked, or without earnedAt, a badge claims nothing and is accepted.
+            #expect(try await server.modify([badge("achievement_mlb_all_venues", visits: [], revokedAt: 1_750_000_000_000)]).anyErrorCode == nil)
+
+            // Wrigley deleted: four parks no longer earn five; the server revokes the badge itself.
+            let deleted = try await server.modify([["operationType": "forceDelete", "record": ["recordName": "wrigley"]]])
+            #expect(deleted.anyErrorCode == nil)
+            let stored = try await server.call("records/lookup", ["records": [["recordName": "achievement_mlb_5_venues"]]], as: server.alice)
+            #expect(stored.records.first?["fields"]?["revokedAt"]?["value"]?.int64Value != nil, "\(stored.json)")
+        }
+    }
 }
 
 extension AppRecordsTests {
