@@ -59,7 +59,7 @@ public final class PostgresPool: Service, Sendable {
 
     /// Runs the client and the watch until cancelled or, in a `ServiceGroup`, until graceful shutdown.
     public func run() async throws {
-        self.start(self.client)
+        await self.startIfStopped()
         await cancelWhenGracefulShutdown { await self.watch() }
         self.connections.close()
         let running = self.state.withLock { $0.running }
@@ -71,21 +71,35 @@ public final class PostgresPool: Service, Sendable {
     public func whileRunning<Result: Sendable>(
         isolation: isolated (any Actor)? = #isolation, _ body: (PostgresPool) async throws -> Result
     ) async throws -> Result {
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        // The client runs before the body's first query: PostgresNIO warns on every query made before (every CLI
+        // command printed "PostgresClient.run() hasn't been called yet").
+        await self.startIfStopped()
+        return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await self.run() }
             defer { group.cancelAll() }
             return try await body(self)
         }
     }
 
-    private func start(_ client: PostgresClient) {
-        let task = Task { await client.run() }
-        let old = self.state.withLock { state in
-            let old = state.running
-            (state.client, state.running) = (client, task)
-            return old
+    private func startIfStopped() async {
+        guard self.state.withLock({ $0.running == nil }) else { return }
+        await self.start(self.client)
+    }
+
+    /// Runs `client` in place of the one running now, returning once its run has begun.
+    private func start(_ client: PostgresClient) async {
+        await withCheckedContinuation { (started: CheckedContinuation<Void, Never>) in
+            let task = Task {
+                started.resume()
+                await client.run()
+            }
+            let old = self.state.withLock { state in
+                let old = state.running
+                (state.client, state.running) = (client, task)
+                return old
+            }
+            old?.cancel()
         }
-        old?.cancel()
     }
 
     func watch() async {
@@ -114,7 +128,7 @@ public final class PostgresPool: Service, Sendable {
         if wasDown, !Task.isCancelled,
             await self.failure(within: self.probeInterval, self.ping) != nil
         {
-            self.start(Self.client(self.url, self.maximumConnections, self.logger))
+            await self.start(Self.client(self.url, self.maximumConnections, self.logger))
             self.logger.notice("PostgreSQL answers again; connecting afresh")
         }
         self.state.withLock { $0.outage = nil }

@@ -2,6 +2,7 @@ import CloudCore
 @testable import CloudPostgres
 import CloudRuntime
 import Foundation
+import Logging
 import PostgresNIO
 import Synchronization
 import Testing
@@ -9,6 +10,19 @@ import Testing
 /// `OpenConnections`: requests share at most the maximum; a connection PostgreSQL ends is dropped and replaced; a
 /// wait cut short and a connection that cannot be opened leave no slot taken.
 @Suite struct OpenConnectionsTests {
+    /// A command's first query is made once the pool's client runs: PostgresNIO warned "`PostgresClient.run()`
+    /// hasn't been called yet" on every CLI command.
+    @Test func theFirstQueryOfACommandFindsTheClientRunning() async throws {
+        let url = try await TestDatabase.shared.makeDatabase()
+        let capture = LogCapture()
+        for _ in 0..<5 {
+            try await PostgresPool(url, maximumConnections: 2, logger: Logger(label: "pool") { _ in capture }).whileRunning { pool in
+                try await pool.client.query("SELECT 1", logger: TestDatabase.logger)
+            }
+        }
+        #expect(!capture.text.contains("hasn't been called"), "\(capture.text)")
+    }
+
     @Test func requestsShareKeptConnectionsAndOutliveTheirLoss() async throws {
         let url = try await TestDatabase.shared.makeDatabase()
         try await withDatabasePool(url, maximumConnections: 3, logger: TestDatabase.logger) { pool in
