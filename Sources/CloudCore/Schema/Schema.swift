@@ -163,7 +163,8 @@ public struct Schema: Sendable, Hashable, Codable {
     /// Checks a write: the type is declared for this database and every field is declared with its type.
     public func validate(recordType: String, fields: [String: FieldValue], in database: DatabaseScope, path: String) throws {
         guard let declared = self.recordTypes[recordType], declared.database == database.rawValue else {
-            throw CloudError.badRequest("\(path): record type \(recordType) is not declared for the \(database.rawValue) database")
+            let hint = self.recordTypes.isEmpty ? " (nothing is deployed here yet: `stadiumcloud schema deploy` copies development's schema)" : ""
+            throw CloudError.badRequest("\(path): record type \(recordType) is not declared for the \(database.rawValue) database\(hint)")
         }
         for (name, value) in fields {
             guard let field = declared.fields[name] else {

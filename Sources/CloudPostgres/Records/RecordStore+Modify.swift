@@ -240,7 +240,9 @@ extension RecordStore {
     ) {
         guard let zoneID = row.zoneID else { throw CloudError(.zoneNotFound, "zone \(zoneName) does not exist") }
         let scope = SchemaScope(container: row.container, environment: row.environment)
-        guard let schemaVersion = row.schemaVersion else { return (zoneID, nil, scope) }
+        // Nothing deployed yet: development takes anything, production nothing (CloudKit's refuses what was never
+        // deployed), so a fresh install cannot fill production with types no schema will accept later.
+        guard let schemaVersion = row.schemaVersion else { return (zoneID, scope.isDevelopment ? nil : Schema(recordTypes: [:]), scope) }
         return (zoneID, try await self.schema(version: schemaVersion, on: connection, logger: logger), scope)
     }
 

@@ -11,6 +11,22 @@ import Testing
     static let container = TestServer.development.container
     static let production = SchemaScope(container: container, environment: "production")
 
+    /// A fresh install before any `schema deploy`: production refuses every record type, as CloudKit's refuses what
+    /// was never deployed, and says how to deploy; development takes what it is given.
+    @Test func productionWithNothingDeployedRefusesEveryWrite() async throws {
+        try await TestServer.run { server in
+            let refused = try await server.modify([Op.create("v1", type: "StadiumVisit", ["mood": "fine"])], environment: "production")
+            #expect(refused.anyErrorCode == "BAD_REQUEST")
+            #expect(refused.anyError?["reason"]?.stringValue?.contains("stadiumcloud schema deploy") == true, "\(refused.json)")
+            #expect(try await server.call("records/lookup", ["records": [["recordName": "v1"]]], environment: "production", as: server.alice)
+                .records.first?["serverErrorCode"] == "NOT_FOUND")
+            let operatorWrite = try await server.modify(
+                [Op.create("s1", type: "Stadium", ["name": "Nowhere Park"])], database: "public", environment: "production", signed: true)
+            #expect(operatorWrite.anyErrorCode == "BAD_REQUEST")
+            #expect(try await server.modify([Op.create("v1", type: "StadiumVisit", ["mood": "fine"])]).anyError == nil)
+        }
+    }
+
     @Test func aFieldWrittenInDevelopmentIsRefusedInProductionUntilDeployed() async throws {
         try await TestServer.run { server in
             let records = server.dependencies.records
