@@ -129,11 +129,15 @@ struct SignInController: Sendable {
         try limiter.take("signin:" + accountName, limits.signInPerAccount, what: "account's sign-in")
     }
 
-    /// An `application/x-www-form-urlencoded` body; a name given twice keeps its last value.
+    /// An `application/x-www-form-urlencoded` body; a name given twice keeps its last value, a pair without a name
+    /// (`=`, `=x`) is ignored.
     static func formFields(_ body: ByteBuffer) -> [String: String] {
         var fields: [String: String] = [:]
         for pair in String(decoding: body.readableBytesView, as: UTF8.self).split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1).map { $0.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "" }
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map {
+                $0.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
+            }
+            guard !parts[0].isEmpty else { continue }
             fields[parts[0]] = parts.count > 1 ? parts[1] : ""
         }
         return fields

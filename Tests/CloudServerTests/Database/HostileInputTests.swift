@@ -71,6 +71,20 @@ import Testing
         }
     }
 
+    /// A form body with a bare `=` (found by the fuzz run) killed the process: an empty pair split into nothing.
+    @Test func formBodiesWithEmptyPairsAreReadNotFatal() async throws {
+        try await TestServer.run { server in
+            for path in ["/signin", "/console/signin"] {
+                for body in ["=", "=&=%C3%87P&&accountName=alice", "&=x&password"] {
+                    let reply = try await server.client.execute(
+                        uri: path, method: .post, headers: [.contentType: "application/x-www-form-urlencoded"], body: .init(string: body)
+                    ) { $0 }
+                    #expect((400..<500).contains(reply.status.code), "\(path) \(body): \(reply.status)")
+                }
+            }
+        }
+    }
+
     @Test func usersEndpointsCheckTheContainerLikeEveryOther() async throws {
         try await TestServer.run { server in
             let reply = try await server.client.execute(
