@@ -1,11 +1,12 @@
 import ArgumentParser
+import CloudAssets
 import CloudCore
 import CloudHTTP
 import CloudPostgres
 import Foundation
 
 struct Accounts: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Manage accounts.", subcommands: [Create.self, Password.self, EndSessions.self])
+    static let configuration = CommandConfiguration(abstract: "Manage accounts.", subcommands: [Create.self, Password.self, EndSessions.self, Delete.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -64,6 +65,35 @@ struct Accounts: AsyncParsableCommand {
             }
             guard let ended else { throw ValidationError("no account is named \(self.name)") }
             print("Ended \(ended) session\(ended == 1 ? "" : "s").")
+        }
+    }
+}
+
+extension Accounts {
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Erase an account and everything in it, for good (docs/PRIVACY.md): its records, zones, assets and their bytes, sessions and tokens; its public records (trip polls, votes) are deleted.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var name: String
+        @Option(help: "Where asset bytes live, as for serve (env STADIUMCLOUD_ASSETS).") var assets: String?
+        @Flag(help: "Confirm: nothing of the account can be brought back (except from a backup).") var yes = false
+
+        func validate() throws {
+            guard self.yes else { throw ValidationError("this erases \(self.name) and everything in it for good: add --yes") }
+        }
+
+        func run() async throws {
+            let location = self.assets ?? ProcessInfo.processInfo.environment["STADIUMCLOUD_ASSETS"] ?? ServerConfiguration().assets
+            let erased = try await Live(self.database).run { live, logger in
+                let assets = try openAssetStore(location, logger: logger)
+                return try await eraseAccount(
+                    self.name, records: try await live.stores.records(logger: logger), credentials: live.stores.credentials, assets: assets,
+                    logger: logger)
+            }
+            guard let erased else { throw ValidationError("no account is named \(self.name)") }
+            print(
+                "Erased \(self.name): \(erased.databases) database(s), \(erased.records) record(s), \(erased.assets) asset(s); \(erased.publicRecords) public record(s) deleted."
+            )
         }
     }
 }

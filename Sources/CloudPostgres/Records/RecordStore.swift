@@ -18,7 +18,7 @@ public final class RecordStore: Sendable {
     public let limits: RecordLimits
     /// The time stamped on zones, assets and kept answers.
     public let clock: ServerClock
-    private let databaseIDs = Mutex<[DatabaseKey: Int64]>([:])
+    let databaseIDs = Mutex<[DatabaseKey: Int64]>([:])
     /// Wakes the requests waiting for changes, in this process and the others, after each committed write.
     public let changes: ChangeBroadcast
     /// Concurrent polls share the read of their zones' heads.

@@ -1,0 +1,144 @@
+import CloudAssets
+import CloudCore
+import CloudHTTP
+@testable import CloudPostgres
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import PostgresNIO
+import SportsDomain
+import Testing
+
+/// Erasing an account (docs/PRIVACY.md): afterwards no row of any table and no byte of the asset store belongs to
+/// the person, whatever they had, while another account's data is untouched byte for byte. Every table is read, so
+/// a table added later is covered.
+@Suite struct AccountErasureTests {
+    @Test func nothingOfAnErasedAccountRemainsAndNobodyElsesDataChanges() async throws {
+        try await TestServer.run { server in
+            let records = server.dependencies.records
+            let logger = TestDatabase.logger
+            try await records.applySchema(try CanonicalFixtures.schema.get(), to: TestServer.development, logger: logger)
+            let alice = server.alice
+            _ = try await server.dependencies.credentials.setPassword(accountName: "alice", password: "correct horse battery", logger: logger)
+
+            // Everything a person can have: records in two zones, a photo's bytes, an unfinished upload, a stored
+            // answer, a subscription, a push token, a trip poll of their own and a vote in someone else's, the
+            // rate buckets of their requests.
+            try await server.call("zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Trips"]]]]], as: alice)
+            try await server.modify([Op.create("alice-visit", type: "StadiumVisit", ["notes": "Opening Day"])], as: alice)
+            try await server.modify([Op.create("alice-trip", ["note": "June"])], zone: "Trips", as: alice)
+            let photo = try await server.upload(TestData.bytes(5_000), as: alice)
+            #expect(try await server.savePhoto("alice-photo", photo, as: alice).anyError == nil)
+            let checksum = try #require(photo["fileChecksum"]?.stringValue)
+            let unfinished = try await server.uploadURL(as: alice)
+            _ = try await server.send(unfinished, TestData.bytes(100), headers: [HTTPField.Name("Upload-Length")!: "1000"])
+            _ = try await IdempotencyTests.modify(
+                server, ["operations": [Op.create("alice-once", ["note": "stored answer"])]], key: "alice-key-1", as: alice)
+            try await server.call(
+                "subscriptions/modify",
+                ["operations": [["operationType": "create", "subscription": ["subscriptionID": "alice-sub", "subscriptionType": "database"]]]],
+                as: alice)
+            #expect(try await server.call("tokens/create", [:], as: alice).status == 200)
+            let alicesPoll = UnlistedZone.prefix + "QWxpY2VzUG9sbDIwMjc"
+            let bobsPoll = UnlistedZone.prefix + "Qm9ic1BvbGwyMDI3"
+            let poll = Op.typed(
+                "create", TripPolls.pollRecordName, type: TripPolls.pollType,
+                fields: ["title": ["value": "Where next"], "options": ["value": ["East", "West"]], "closesAt": ["value": 1_900_000_000_000]])
+            for (zone, owner) in [(alicesPoll, alice), (bobsPoll, server.bob)] {
+                try await server.call(
+                    "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": .string(zone)]]]]], database: "public",
+                    as: owner)
+                #expect(try await server.modify([poll], zone: zone, database: "public", as: owner).anyError == nil)
+            }
+            #expect(try await server.modify([TripPollTests.vote(alice, 0)], zone: bobsPoll, database: "public", as: alice).anyError == nil)
+            #expect(try await server.modify([TripPollTests.vote(server.bob, 1)], zone: alicesPoll, database: "public", as: server.bob).anyError == nil)
+            // Bob's own data, to compare byte for byte.
+            try await server.modify([Op.create("bob-visit", type: "StadiumVisit", ["notes": "Fenway"])], as: server.bob)
+            let bobsPhoto = try await server.upload(TestData.bytes(3_000), as: server.bob)
+            #expect(try await server.savePhoto("bob-photo", bobsPhoto, as: server.bob).anyError == nil)
+            let bobBefore = try await Self.rows(of: server.bob.account, records)
+            let aliceDatabases = try await Self.databases(of: alice.account, records)
+            #expect(aliceDatabases.count == 1)
+
+            let erased = try #require(try await eraseAccount("alice", records: records, credentials: server.dependencies.credentials, assets: server.dependencies.assets, logger: logger))
+            #expect(erased.databases == 1 && erased.assets == 1 && erased.publicRecords == 2, "\(erased)")
+
+            // Her session is refused, as any unknown one (the SDK then signs out).
+            let refused = try await server.call("records/query", ["query": ["recordType": "Visit"]], as: alice)
+            #expect(refused.status == 401 || refused.status == 421, "\(refused.json)")
+            // No row of any table names her, her id, her databases, their zones or her sessions.
+            let leftovers = try await Self.rowsNaming(alice.account, databases: aliceDatabases, records)
+            #expect(leftovers.isEmpty, "\(leftovers)")
+            // No byte of hers in the asset store.
+            #expect(try await server.dependencies.assets.size(owner: "db\(aliceDatabases[0])", checksum: checksum) == nil)
+            // Bob's rows are as they were; his poll lost her vote, his vote in her poll is his still.
+            let bobAfter = try await Self.rows(of: server.bob.account, records)
+            #expect(bobAfter == bobBefore)
+            let votes = try await server.call(
+                "records/query", ["zoneID": ["zoneName": .string(bobsPoll)], "query": ["recordType": .string(TripPolls.voteType)]],
+                database: "public", as: server.bob)
+            #expect(votes.status == 200 && votes.records.isEmpty, "\(votes.json)")
+            #expect(try await server.dependencies.assets.size(owner: "db\(try await server.bob.databaseID(server))", checksum: bobsPhoto["fileChecksum"]!.stringValue!) == 3_000)
+            // Erasing again finds nobody.
+            #expect(try await eraseAccount("alice", records: records, credentials: server.dependencies.credentials, assets: server.dependencies.assets, logger: logger) == nil)
+        }
+    }
+
+    static func databases(of account: Account, _ records: RecordStore) async throws -> [Int64] {
+        try await records.client.reading { connection in
+            try await connection.query("SELECT id FROM databases WHERE owner_account_id = \(account.id) ORDER BY id", logger: TestDatabase.logger)
+                .decode(Int64.self).all()
+        }
+    }
+
+    /// Every row of the account's private databases, as text, in a stable order.
+    static func rows(of account: Account, _ records: RecordStore) async throws -> [String] {
+        try await records.client.reading { connection in
+            try await connection.query(
+                """
+                SELECT r::text FROM records r JOIN zones z ON z.id = r.zone_id JOIN databases d ON d.id = z.database_id
+                WHERE d.owner_account_id = \(account.id) ORDER BY z.zone_name, r.record_name
+                """, logger: TestDatabase.logger
+            ).decode(String.self).all()
+                + connection.query(
+                    "SELECT a::text FROM assets a JOIN databases d ON d.id = a.database_id WHERE d.owner_account_id = \(account.id) ORDER BY 1",
+                    logger: TestDatabase.logger
+                ).decode(String.self).all()
+        }
+    }
+
+    /// `table: row` for each row of any table of the database that names the account (its user record name or
+    /// account name in any column) or holds its id, one of its databases, one of their zones or one of its sessions
+    /// in an id column.
+    static func rowsNaming(_ account: Account, databases: [Int64], _ records: RecordStore) async throws -> [String] {
+        try await records.client.reading { connection in
+            let columns = try await connection.query(
+                """
+                SELECT table_name::text, column_name::text FROM information_schema.columns
+                WHERE table_schema = 'public' AND table_name NOT LIKE 'pg\\_%' ORDER BY table_name, ordinal_position
+                """, logger: TestDatabase.logger
+            ).decode((String, String).self).all()
+            var found: [String] = []
+            for table in Set(columns.map(\.0)).sorted() {
+                var conditions = ["t::text LIKE '%' || $1 || '%'", "t::text ~ ('\\m' || $2 || '\\M')"]
+                for (name, column) in columns where name == table {
+                    switch column {
+                    case "account_id", "owner_account_id": conditions.append("t.\(column) = $3")
+                    case "database_id": conditions.append("t.\(column) = ANY($4)")
+                    default: break
+                    }
+                }
+                var binds = PostgresBindings()
+                binds.append(account.userRecordName)
+                binds.append(account.name)
+                binds.append(account.id)
+                binds.append(databases)
+                let query = PostgresQuery(unsafeSQL: "SELECT t::text FROM \(table) t WHERE \(conditions.joined(separator: " OR "))", binds: binds)
+                for row in try await connection.query(query, logger: TestDatabase.logger).decode(String.self).all() {
+                    found.append("\(table): \(row)")
+                }
+            }
+            return found
+        }
+    }
+}
