@@ -34,11 +34,11 @@ CLOUDKIT = [
 ]
 # CloudKit endpoints answered with BAD_REQUEST "not supported", on GET and POST.
 UNSUPPORTED = ["records/resolve", "records/accept", "users/discover", "users/lookup/email", "users/lookup/id"]
-# Extension endpoints on the public database.
+# Extension endpoints.
 EXTENSIONS = [
     ("post", "canonical/resolve"), ("post", "canonical/nearby"),
     ("post", "canonical/games"), ("post", "canonical/gameDates"), ("post", "canonical/match"),
-    ("post", "changes/wait"),
+    ("post", "changes/wait"), ("post", "users/delete"),
 ]
 
 ROUTES = (

@@ -81,6 +81,19 @@ extension LocalStore {
 
     /// Forgets a zone's token after CHANGE_TOKEN_EXPIRED: its records are marked stale, the refetch from the start
     /// unmarks those that still exist, and the last page removes the rest (deletions the server has purged).
+    /// Forgets everything of the signed-in person: their records, queued edits and uploads, their zones' tokens and
+    /// the session (after their account was erased). Public data stays, for whoever signs in next.
+    public func forgetPerson() throws {
+        try self.database.write { db in
+            try db.execute(
+                sql: """
+                    DELETE FROM records WHERE scope = 'private'; DELETE FROM tokens WHERE scope = 'private';
+                    DELETE FROM pending; DELETE FROM outbox; DELETE FROM uploads;
+                    DELETE FROM settings WHERE key IN ('webAuthToken', 'userRecordName');
+                    """)
+        }
+    }
+
     func resetZone(scope: DatabaseScope, zone: String) throws {
         try self.database.write { db in
             try db.run("UPDATE records SET stale = 1 WHERE scope = ? AND zone = ?", [scope.rawValue, zone])

@@ -97,6 +97,14 @@ public final class StadiumCloudClient: Sendable {
 
     public var isSignedIn: Bool { (try? self.store.webAuthToken()) != nil }
 
+    /// Erases the signed-in person's account on the server and everything in it (docs/PRIVACY.md), confirmed with
+    /// its password, then forgets the person on this device: their records, queued edits and session. Other devices
+    /// of the account are signed out within a second.
+    public func deleteAccount(password: String) async throws {
+        _ = try await self.engine.service.call(.private, "users/delete", ["password": .string(password)])
+        try self.store.forgetPerson()
+    }
+
     /// Goes on with unfinished photo uploads, fetches canonical and private changes, then sends queued edits. When
     /// records arrived, visits logged before the canonical data get their venue names and achievements are
     /// recomputed (local edits recompute them as they happen); what that changes is sent in a second round.

@@ -17,7 +17,7 @@ struct ClientCommand: AsyncParsableCommand {
         abstract: "A SportsTime device: sign in, sync, add and list visits, upload and download photos.",
         discussion: "Everything is kept in a local SQLite store (--store); edits work offline and `sync` sends them.",
         subcommands: [
-            SignIn.self, SignOut.self, Sync.self, Status.self, Stadiums.self, Nickname.self, Favorite.self, Visits.self, Photos.self, Seasons.self,
+            SignIn.self, SignOut.self, DeleteAccount.self, Sync.self, Status.self, Stadiums.self, Nickname.self, Favorite.self, Visits.self, Photos.self, Seasons.self,
             Games.self, Match.self, Achievements.self, Progress.self, Polls.self,
         ])
 }
@@ -99,18 +99,36 @@ struct SignIn: AsyncParsableCommand {
                 throw ValidationError("give the container's API token: --api-token or STADIUMCLOUD_API_TOKEN")
             }
             guard let url = URL(string: self.server), url.scheme != nil else { throw ValidationError("\(self.server) is not a URL") }
-            var password = ProcessInfo.processInfo.environment["STADIUMCLOUD_PASSWORD"]
-            if password == nil {
-                if isatty(0) != 0 {
-                    password = getpass("password: ").map { String(cString: $0) }  // no echo on a terminal
-                } else {
-                    password = readLine(strippingNewline: true)
-                }
-            }
             let client = try self.options.open(
                 ServerEndpoint(baseURL: url, container: self.container, environment: self.environment, apiToken: apiToken))
-            let user = try await client.signIn(accountName: self.account, password: password ?? "")
+            let user = try await client.signIn(accountName: self.account, password: readPassword())
             print("signed in as \(self.account) (\(user)); store \(self.options.path)")
+        }
+    }
+}
+
+/// The password from STADIUMCLOUD_PASSWORD, else asked without echo on a terminal, else the first line of stdin.
+func readPassword() -> String {
+    if let password = ProcessInfo.processInfo.environment["STADIUMCLOUD_PASSWORD"] { return password }
+    if isatty(0) != 0 { return getpass("password: ").map { String(cString: $0) } ?? "" }  // no echo on a terminal
+    return readLine(strippingNewline: true) ?? ""
+}
+
+struct DeleteAccount: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete-account",
+        abstract: "Erase the signed-in account and everything in it on the server, for good (its password again, from STADIUMCLOUD_PASSWORD or stdin); then forget it here.")
+    @OptionGroup var options: StoreOptions
+    @Flag(help: "Confirm: nothing of the account can be brought back.") var yes = false
+
+    func validate() throws {
+        guard self.yes else { throw ValidationError("this erases the account and everything in it for good: add --yes") }
+    }
+
+    func run() async throws {
+        try await reporting {
+            try await self.options.open().deleteAccount(password: readPassword())
+            print("account erased; signed out")
         }
     }
 }

@@ -1,4 +1,5 @@
 import CloudCore
+import CloudPostgres
 import CloudRuntime
 import Hummingbird
 import Logging
@@ -45,5 +46,34 @@ extension DatabaseController {
         var response = writer.response()
         response.headers[.webAuthToken] = await self.authenticator.rotatedToken(for: caller, request: request, logger: logger)
         return response
+    }
+}
+
+/// Extension `users/delete`: the signed-in person erases their own account and everything in it (docs/PRIVACY.md).
+extension DatabaseController {
+    /// The password again, so a token alone (a lost phone, a stolen token) cannot erase an account; each try counts
+    /// against the account's sign-in budget, so it is no way around it. An account without a password (its tokens
+    /// handed out by an operator) is erased by the operator (`stadiumcloud accounts delete`).
+    @Sendable func deleteAccount(_ call: DatabaseCall) async throws -> WireWriter {
+        guard call.database.scope == .private, let account = call.caller.account else {
+            throw CloudError.badRequest("users/delete erases the signed-in person's own account: call it on the private database")
+        }
+        guard let password = try call.body.string("password"), !password.isEmpty else {
+            throw CloudError.badRequest("password is required: erasing an account needs its password again")
+        }
+        try SignInController.throttle(account.name, self.authenticator.limiter, self.configuration.rateLimits)
+        guard try await self.authenticator.credentials.checkPassword(accountName: account.name, password: password, logger: call.logger) else {
+            throw CloudError.accessDenied("that is not the account's password; nothing was erased")
+        }
+        guard
+            let erased = try await eraseAccount(
+                account.name, records: self.records, credentials: self.authenticator.credentials, assets: self.assets, logger: call.logger)
+        else { throw CloudError.notFound("the account no longer exists") }
+        var writer = WireWriter()
+        writer.json.value([
+            "userRecordName": .string(account.userRecordName), "erased": true, "databases": .int(Int64(erased.databases)),
+            "records": .int(Int64(erased.records)), "assets": .int(Int64(erased.assets)), "publicRecords": .int(Int64(erased.publicRecords)),
+        ])
+        return writer
     }
 }

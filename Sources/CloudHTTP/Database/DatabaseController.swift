@@ -68,6 +68,7 @@ struct DatabaseController: Sendable {
         group.post("assets/rereference") { request, context in try await self.run(request, context, writes: .operators, self.rereference) }
         group.get("users/current") { request, context in try await self.currentUser(request, context, caller: false) }
         group.get("users/caller") { request, context in try await self.currentUser(request, context, caller: true) }
+        group.post("users/delete") { request, context in try await self.run(request, context, self.deleteAccount) }
         group.get("subscriptions/list") { request, context in try await self.run(request, context, self.listSubscriptions) }
         group.post("subscriptions/list") { request, context in try await self.run(request, context, self.listSubscriptions) }
         group.post("subscriptions/lookup") { request, context in try await self.run(request, context, self.lookupSubscriptions) }

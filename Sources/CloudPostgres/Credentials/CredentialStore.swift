@@ -129,6 +129,12 @@ public final class CredentialStore: Sendable {
 
     /// The account a name and password prove, and whether it is an operator's; nil for an unknown name, a wrong
     /// password or an account without one, all alike and in about the same time.
+    /// True when `password` is the account's (false for an account without one): a person confirming who they are
+    /// before something that cannot be undone.
+    public func checkPassword(accountName: String, password: String, logger: Logger) async throws -> Bool {
+        try await self.verifiedAccount(accountName: accountName, password: password, logger: logger) != nil
+    }
+
     func verifiedAccount(accountName: String, password: String, logger: Logger) async throws -> (account: Account, isOperator: Bool)? {
         let rows = try await translatingDatabaseErrors {
             try await self.client.query(

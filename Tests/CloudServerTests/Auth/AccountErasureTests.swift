@@ -7,6 +7,8 @@ import HTTPTypes
 import HummingbirdTesting
 import PostgresNIO
 import SportsDomain
+import StadiumCloudClient
+@testable import CloudSync
 import Testing
 
 /// Erasing an account (docs/PRIVACY.md): afterwards no row of any table and no byte of the asset store belongs to
@@ -81,6 +83,34 @@ import Testing
             #expect(try await server.dependencies.assets.size(owner: "db\(try await server.bob.databaseID(server))", checksum: bobsPhoto["fileChecksum"]!.stringValue!) == 3_000)
             // Erasing again finds nobody.
             #expect(try await eraseAccount("alice", records: records, credentials: server.dependencies.credentials, assets: server.dependencies.assets, logger: logger) == nil)
+        }
+    }
+
+    /// The person erases their account from a device (`users/delete`, the SDK's `deleteAccount`): only with its
+    /// password; then the device forgets them, and the account's other device is refused and told why.
+    @Test func aPersonErasesTheirAccountFromADeviceWithTheirPassword() async throws {
+        try await ClientSyncTests.run { server, folder in
+            let phone = try await ClientSyncTests.device(server, folder, "phone")
+            let tablet = try await ClientSyncTests.device(server, folder, "tablet")
+            _ = try phone.addVisit(stadiumID: "stadium_mlb_oracle_park", date: 1_743_800_000_000)
+            try await phone.sync()
+            try await tablet.sync()
+            #expect(try tablet.visits().count == 1)
+
+            await #expect { try await phone.deleteAccount(password: "not it") } throws: { ($0 as? SyncError)?.code == "ACCESS_DENIED" }
+            let kept = try phone.visits().count
+            #expect(phone.isSignedIn && kept == 1)
+            let noPassword = try await server.call("users/delete", [:], as: server.alice)
+            #expect(noPassword.status == 400 && noPassword.errorCode == "BAD_REQUEST")
+            let onPublic = try await server.call("users/delete", ["password": .string(ClientSyncTests.password)], database: "public", as: server.alice)
+            #expect(onPublic.status == 400)
+
+            try await phone.deleteAccount(password: ClientSyncTests.password)
+            let forgotten = try phone.visits()
+            #expect(!phone.isSignedIn && forgotten.isEmpty)
+            await #expect { try await tablet.sync() } throws: { ($0 as? SyncError)?.code == "AUTHENTICATION_REQUIRED" }
+            let leftovers = try await Self.rowsNaming(server.alice.account, databases: [], server.dependencies.records)
+            #expect(leftovers.isEmpty, "\(leftovers)")
         }
     }
 
