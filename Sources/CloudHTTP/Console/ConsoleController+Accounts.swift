@@ -18,7 +18,10 @@ extension ConsoleController {
                 <input type=hidden name=name value="\(name)"><label>New password for \(name) <input name=password type=password \
                 autocomplete=new-password minlength=\(PasswordHasher.minimumPasswordLength) required></label><button>Set</button></form></td>
                 <td><form method=post action="/console/accounts">\(self.formToken(session))<input type=hidden name=action value=end-sessions>\
-                <input type=hidden name=name value="\(name)"><button aria-label="End every session of \(name)">End sessions</button></form></td></tr>
+                <input type=hidden name=name value="\(name)"><button aria-label="End every session of \(name)">End sessions</button></form></td>
+                <td><form method=post action="/console/accounts" class=row>\(self.formToken(session))<input type=hidden name=action value=erase>\
+                <input type=hidden name=name value="\(name)"><label>Type <b>\(name)</b> to erase it and everything in it, for good \
+                <input name=confirm required autocomplete=off></label><button>Erase</button></form></td></tr>
                 """
         }.joined()
         return self.html(
@@ -30,7 +33,7 @@ extension ConsoleController {
             <button>Search</button></form>
             <table><caption>\(found.count) account(s)\(found.count == 100 ? " (the first 100)" : "")</caption>
             <thead><tr><th scope=col>Name</th><th scope=col>Created</th><th scope=col>Role</th><th scope=col>Password</th>\
-            <th scope=col>Change the password</th><th scope=col>Sessions</th></tr></thead>
+            <th scope=col>Change the password</th><th scope=col>Sessions</th><th scope=col>Erase (docs/PRIVACY.md)</th></tr></thead>
             <tbody>\(rows)</tbody></table>
             <section aria-labelledby=create><h2 id=create>Create an account</h2>
             <form method=post action="/console/accounts">\(self.formToken(session))<input type=hidden name=action value=create>
@@ -61,6 +64,8 @@ extension ConsoleController {
                 let ended = try await store.endSessions(accountName: name, logger: logger)
                 notice =
                     ended.map { ("\($0) session(s) of \(shown) ended: its devices sign in again.", false) } ?? ("No account is named \(shown).", true)
+            case "erase":
+                notice = try await self.erase(name, confirmed: form["confirm"] ?? "", by: session, logger)
             default:
                 return self.refused("Unknown action.", signIn: false)
             }
@@ -72,6 +77,22 @@ extension ConsoleController {
             "an operator changed an account in the console",
             metadata: ["operator": "\(session.account.name)", "action": "\(form["action"] ?? "")", "account": "\(name)"])
         return try await self.accounts(session, search: "", notice: notice, logger)
+    }
+
+    /// Erases an account once the operator typed its name (docs/PRIVACY.md); never the operator's own.
+    func erase(_ name: String, confirmed: String, by session: ConsoleSession, _ logger: Logger) async throws -> (text: String, error: Bool) {
+        let shown = ConsoleFormat.escape(name)
+        guard confirmed == name else { return ("Type the account's name, \(shown), to confirm: nothing was erased.", true) }
+        guard name != session.account.name else { return ("You are signed in as \(shown): another operator erases this account.", true) }
+        let dependencies = self.dependencies
+        guard
+            let erased = try await eraseAccount(
+                name, records: dependencies.records, credentials: dependencies.credentials, assets: dependencies.assets, logger: logger)
+        else { return ("No account is named \(shown).", true) }
+        return (
+            "\(shown) erased: \(erased.databases) database(s), \(erased.records) record(s), \(erased.assets) asset(s); "
+                + "\(erased.publicRecords) public record(s) deleted. Its devices are signed out.", false
+        )
     }
 
     func credentials(_ session: ConsoleSession, notice: String?, _ logger: Logger) async throws -> Response {

@@ -326,6 +326,28 @@ import Testing
         }
     }
 
+    /// Erasing an account from the console needs its name typed again; the operator's own account is never erased.
+    @Test func operatorsEraseAnAccountOnceTheyTypeItsName() async throws {
+        try await TestServer.run { server in
+            let cookies = try await Self.signedInOperator(server)
+            let formToken = try #require(try await Self.request(server, "/console/accounts", cookies: cookies).formToken)
+            try await server.modify([Op.create("bob-visit", ["note": "Fenway"])], as: server.bob)
+            func erase(_ name: String, confirm: String) async throws -> Page {
+                try await Self.request(
+                    server, "/console/accounts", form: ["formToken": formToken, "action": "erase", "name": name, "confirm": confirm], cookies: cookies)
+            }
+            let unconfirmed = try await erase("bob", confirm: "bo")
+            #expect(unconfirmed.html.contains("nothing was erased"))
+            #expect(try await server.call("users/caller", as: server.bob).status == 200)
+            let own = try await erase("ops", confirm: "ops")
+            #expect(own.html.contains("another operator erases this account"), "\(own.html)")
+            let erased = try await erase("bob", confirm: "bob")
+            #expect(erased.html.contains("bob erased: 1 database(s), 1 record(s)"), "\(erased.html)")
+            #expect(try await server.call("users/caller", as: server.bob).status == 421)
+            #expect(try await erase("bob", confirm: "bob").html.contains("No account is named bob"))
+        }
+    }
+
     /// Schema, jobs, credentials' last use and the overview's traffic.
     @Test func schemaJobsLastUseAndTrafficAreShown() async throws {
         try await TestServer.run { server in
