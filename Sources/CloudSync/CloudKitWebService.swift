@@ -187,7 +187,17 @@ public struct CloudKitWebService: Sendable {
     /// Sends `request`, retrying network failures, 5xx and throttling as the policy allows; saves the rotated
     /// token of a successful answer; answers the parsed JSON or throws the server's error.
     func exchange(_ request: URLRequest, retrying: Bool) async throws -> JSONValue {
-        let (data, _) = try await self.send(request, retrying: retrying)
+        let data: Data
+        do {
+            (data, _) = try await self.send(request, retrying: retrying)
+        } catch let error as SyncError where error.needsSignIn {
+            // The session is gone (signed out elsewhere, expired, the account erased): the device is signed out, unless
+            // another request brought a newer token meanwhile (a rotation race refuses the older one).
+            let sent = request.url.flatMap { URLComponents(url: $0, resolvingAgainstBaseURL: false) }?.queryItems?
+                .first { $0.name == "ckWebAuthToken" }?.value
+            if let sent, (try? self.tokens.webAuthToken()) == sent { try? self.tokens.setWebAuthToken(nil) }
+            throw error
+        }
         if data.isEmpty { return .object([:]) }
         do {
             return try JSONValue.parse(Array(data))

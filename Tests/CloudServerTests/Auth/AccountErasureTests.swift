@@ -109,6 +109,7 @@ import Testing
             let forgotten = try phone.visits()
             #expect(!phone.isSignedIn && forgotten.isEmpty)
             await #expect { try await tablet.sync() } throws: { ($0 as? SyncError)?.code == "AUTHENTICATION_REQUIRED" }
+            #expect(!tablet.isSignedIn, "the other device is signed out")
             let leftovers = try await Self.rowsNaming(server.alice.account, databases: [], server.dependencies.records)
             #expect(leftovers.isEmpty, "\(leftovers)")
         }
