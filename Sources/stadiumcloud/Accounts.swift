@@ -67,12 +67,11 @@ struct Accounts: AsyncParsableCommand {
             print("Ended \(ended) session\(ended == 1 ? "" : "s").")
         }
     }
-}
 
-extension Accounts {
     struct Delete: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Erase an account and everything in it, for good (docs/PRIVACY.md): its records, zones, assets and their bytes, sessions and tokens; its public records (trip polls, votes) are deleted.")
+            abstract: "Erase an account and everything in it, for good: records, zones, asset bytes, sessions, tokens, its trip polls and votes.",
+            discussion: "docs/PRIVACY.md says what goes, in which order, and what a restore brings back.")
         @OptionGroup var database: DatabaseOptions
         @Argument var name: String
         @Option(help: "Where asset bytes live, as for serve (env STADIUMCLOUD_ASSETS).") var assets: String?

@@ -4,20 +4,32 @@ import Logging
 import PostgresNIO
 
 extension RecordStore {
-    /// Runs `publish` (moving verified bytes into place) and notes the asset for `database`, under the lock the
-    /// collector takes for the same asset: a collection either finishes before (and the bytes are placed again)
-    /// or starts after (and sees the fresh row). Storing the same asset again refreshes its age.
+    /// Runs `publish` (moving verified bytes into place) and notes the asset for `database` (NOT_FOUND once its
+    /// account is erased), under the lock the collector takes for the same asset: a collection either finishes before
+    /// (and the bytes are placed again) or starts after (and sees the fresh row). Storing the same asset again refreshes
+    /// its age.
     public func publishAsset(
         checksum: String, size: Int64, in databaseID: Int64, logger: Logger, publish: () async throws -> Void
     ) async throws {
         try await self.client.transaction(logger: logger) { connection in
+            // An account erased before gets no bytes placed. One erased between here and the row (a narrow race) gets the
+            // same answer; its bytes are then an orphan the collector's sweep removes. Not a lock on the database row:
+            // that would hold the account's writes for as long as bytes move.
+            let erased = CloudError.notFound("this upload's database no longer exists (its account was erased); nothing was stored")
+            var live = false
+            for try await _ in try await connection.query("SELECT 1 FROM databases WHERE id = \(databaseID)", logger: logger) { live = true }
+            guard live else { throw erased }
             try await Self.lockAsset(databaseID: databaseID, checksum: checksum, on: connection, logger: logger)
             try await publish()
-            try await connection.query(
-                """
-                INSERT INTO assets (database_id, checksum, size, stored_ms) VALUES (\(databaseID), \(checksum), \(size), \(self.clock.now))
-                ON CONFLICT (database_id, checksum) DO UPDATE SET stored_ms = EXCLUDED.stored_ms
-                """, logger: logger)
+            do {
+                try await connection.query(
+                    """
+                    INSERT INTO assets (database_id, checksum, size, stored_ms) VALUES (\(databaseID), \(checksum), \(size), \(self.clock.now))
+                    ON CONFLICT (database_id, checksum) DO UPDATE SET stored_ms = EXCLUDED.stored_ms
+                    """, logger: logger)
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23503" {
+                throw erased
+            }
         }
     }
 

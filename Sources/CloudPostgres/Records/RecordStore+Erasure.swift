@@ -61,7 +61,7 @@ extension RecordStore {
         }
         self.databaseIDs.withLock { ids in ids = ids.filter { $0.key.ownerAccountID != accountID } }
         (erasure.databases, erasure.records, erasure.assets) = (databases.count, records, blobs.count)
-        // Long polls of the account's databases wake, find them gone and end.
+        // Long polls held on the account's databases wake to answer what is left (nothing); the next request is 421.
         self.changes.committed(databases)
         for (databaseID, checksum) in blobs {
             // A blob left behind (a store that failed now) has no row any more: the asset collector's orphan sweep

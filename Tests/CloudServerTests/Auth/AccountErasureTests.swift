@@ -62,7 +62,13 @@ import Testing
             let aliceDatabases = try await Self.databases(of: alice.account, records)
             #expect(aliceDatabases.count == 1)
 
+            let inFlight = try await server.uploadURL(as: alice)
             let erased = try #require(try await eraseAccount("alice", records: records, credentials: server.dependencies.credentials, assets: server.dependencies.assets, logger: logger))
+            // An upload that finishes after the erasure stores nothing and says why.
+            let late = TestData.bytes(2_000)
+            let finished = try await server.send(inFlight, late)
+            #expect(finished.status == .notFound, "\(String(buffer: finished.body))")
+            #expect(try await server.dependencies.assets.size(owner: "db\(aliceDatabases[0])", checksum: TestData.hex(late)) == nil)
             #expect(erased.databases == 1 && erased.assets == 1 && erased.publicRecords == 2, "\(erased)")
 
             // Her session is refused, as any unknown one (the SDK then signs out).
