@@ -190,9 +190,10 @@ public struct CloudKitWebService: Sendable {
         let data: Data
         do {
             (data, _) = try await self.send(request, retrying: retrying)
-        } catch let error as SyncError where error.needsSignIn {
+        } catch let error as SyncError where error.code == ServerErrorCode.authenticationRequired.rawValue {
             // The session is gone (signed out elsewhere, expired, the account erased): the device is signed out, unless
-            // another request brought a newer token meanwhile (a rotation race refuses the older one).
+            // another request brought a newer token meanwhile (a rotation race refuses the older one). Not on 401: that
+            // is the API token's, and the session may be fine.
             let sent = request.url.flatMap { URLComponents(url: $0, resolvingAgainstBaseURL: false) }?.queryItems?
                 .first { $0.name == "ckWebAuthToken" }?.value
             if let sent, (try? self.tokens.webAuthToken()) == sent { try? self.tokens.setWebAuthToken(nil) }
