@@ -29,6 +29,11 @@ public protocol AssetStore: Sendable {
     /// Drops an upload in progress (a client starting over).
     func discard(upload: String) async throws
 
+    /// Drops every upload in progress whose id starts with `prefix`: an erased account's (upload ids begin with their
+    /// owner, `db42-…`). Returns how many went.
+    @discardableResult
+    func discardUploads(prefix: String) async throws -> Int
+
     /// Checks a finished `upload`: SHA-256 over the whole file (and `expectedChecksum`, hex or base64, when
     /// given), then makes it durable. A mismatch drops the upload.
     func verify(upload: String, expectedChecksum: String?) async throws -> StoredAsset

@@ -172,6 +172,12 @@ public final class FileAssetStore: AssetStore {
         _ = try await self.fileSystem.removeItem(at: try self.partialPath(upload), strategy: .platformDefault)
     }
 
+    public func discardUploads(prefix: String) async throws -> Int {
+        let names = try FileManager.default.contentsOfDirectory(atPath: self.root + "/partial").filter { $0.hasPrefix(prefix) }
+        for name in names { try await self.discard(upload: name) }
+        return names.count
+    }
+
     public func size(owner: String, checksum: String) async throws -> Int64? {
         try await self.fileSystem.info(forFileAt: try self.blobPath(owner: owner, checksum: checksum))?.size
     }

@@ -144,6 +144,17 @@ public final class S3AssetStore: AssetStore {
         for object in try await self.bucket.list(folder) { try await self.bucket.delete(object.key) }
     }
 
+    public func discardUploads(prefix: String) async throws -> Int {
+        try AssetNames.check(prefix, what: "upload id prefix")
+        var uploads = Set<String>()
+        for object in try await self.bucket.list("uploads/" + prefix) { uploads.insert(String(object.key.dropFirst("uploads/".count).prefix { $0 != "/" })) }
+        for multipart in try await self.bucket.multipartUploads("uploads/" + prefix) {
+            uploads.insert(String(multipart.key.dropFirst("uploads/".count).prefix { $0 != "/" }))
+        }
+        for upload in uploads { try await self.discard(upload: upload) }
+        return uploads.count
+    }
+
     public func verify(upload: String, expectedChecksum: String?) async throws -> StoredAsset {
         var state = try await self.state(of: upload)
         let length = state.length

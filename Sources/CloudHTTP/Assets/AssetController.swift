@@ -151,10 +151,16 @@ struct AssetController: Sendable {
         }
         let asset = try await self.store.verify(upload: grant.upload, expectedChecksum: request.headers[Self.checksum])
         let store = self.store
-        try await withDatabaseDeadline(deadline, clock: clock) {
-            try await records.publishAsset(checksum: asset.checksum, size: asset.size, in: grant.databaseID, logger: logger) {
-                try await store.publish(upload: grant.upload, owner: grant.owner, asset: asset)
+        do {
+            try await withDatabaseDeadline(deadline, clock: clock) {
+                try await records.publishAsset(checksum: asset.checksum, size: asset.size, in: grant.databaseID, logger: logger) {
+                    try await store.publish(upload: grant.upload, owner: grant.owner, asset: asset)
+                }
             }
+        } catch let error as CloudError where error.code == .notFound {
+            // Its account was erased while the bytes came in: they go too.
+            try? await store.discard(upload: grant.upload)
+            throw error
         }
         let receipt = self.capabilities.sign(
             .receipt, owner: grant.owner, validFor: self.configuration.receiptLifetimeSeconds, size: asset.size, subject: asset.checksum)

@@ -25,7 +25,8 @@ extension DatabaseController {
                     case .failure(let error):
                         writer.itemError(error, key: "recordName", name: raw["recordName"]?.stringValue ?? "")
                     case .success(let token):
-                        let upload = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+                        // Named after its owner, so erasing the account finds its uploads in progress.
+                        let upload = owner + "-" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
                         let signature = self.capabilities.sign(.upload, owner: owner, validFor: lifetime, subject: upload)
                         writer.json.value([
                             "recordName": .string(token.recordName), "fieldName": .string(token.fieldName),

@@ -1,8 +1,18 @@
 import CloudCore
 import CloudRuntime
+import Crypto
 import Logging
 import Metrics
 import Synchronization
+
+/// The buckets a person's requests take, named in one place (erasing an account deletes them).
+enum RateLimitKeys {
+    static func account(_ id: Int64) -> String { "account:\(id)" }
+    static func publicWrites(_ id: Int64) -> String { "public-writes:\(id)" }
+    /// By a hash of the name: names that exist nowhere are throttled too, and no bucket row names a person.
+    static func signIn(_ name: String) -> String { "signin:" + SHA256.hash(data: Array(name.utf8)).prefix(12).hexString }
+    static func of(_ account: Account) -> [String] { [Self.account(account.id), Self.publicWrites(account.id), Self.signIn(account.name)] }
+}
 
 /// Token buckets, one per key (an API token, an account, a server key, a sign-in name). Each request is decided
 /// in memory; with `share`, the requests counted here are added to buckets in the database within `interval`,
@@ -60,6 +70,11 @@ final class RateLimiter: Sendable {
         // A rate of 0 makes the wait infinite: cap it at a day rather than trap converting it.
         let retryAfter = max(1, Int(min(wait, 86_400).rounded(.up)))
         throw CloudError(.throttled, "too many requests for this \(what); retry after \(retryAfter) s", retryAfter: retryAfter)
+    }
+
+    /// Forgets these buckets here, counts not yet shared included (an erased account's).
+    func forget(_ keys: [String]) {
+        self.state.withLock { state in for key in keys { state.buckets[key] = nil } }
     }
 
     /// Adds the requests counted since the last share to the shared buckets and takes their levels back, less what

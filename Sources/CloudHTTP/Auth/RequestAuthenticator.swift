@@ -52,7 +52,7 @@ struct RequestAuthenticator: Sendable {
             guard let grant = try await self.credentials.grant(forWebAuthToken: webAuthToken, graceMs: grace, logger: logger) else {
                 throw self.authenticationRequired(request, "ckWebAuthToken is not valid (expired, signed out or replaced); sign in again")
             }
-            try self.limiter.take("account:\(grant.account.id)", self.configuration.rateLimits.perAccount, what: "account")
+            try self.limiter.take(RateLimitKeys.account(grant.account.id), self.configuration.rateLimits.perAccount, what: "account")
             caller.account = grant.account
             caller.grant = grant
         }

@@ -126,7 +126,7 @@ struct SignInController: Sendable {
     /// Every sign-in attempt counts against the server's total and the account name's own budget (the console's too).
     static func throttle(_ accountName: String, _ limiter: RateLimiter, _ limits: RateLimits) throws {
         try limiter.take("signin", limits.signInTotal, what: "server's sign-in page")
-        try limiter.take("signin:" + accountName, limits.signInPerAccount, what: "account's sign-in")
+        try limiter.take(RateLimitKeys.signIn(accountName), limits.signInPerAccount, what: "account's sign-in")
     }
 
     /// An `application/x-www-form-urlencoded` body; a name given twice keeps its last value, a pair without a name

@@ -87,7 +87,8 @@ extension ConsoleController {
         let dependencies = self.dependencies
         guard
             let erased = try await eraseAccount(
-                name, records: dependencies.records, credentials: dependencies.credentials, assets: dependencies.assets, logger: logger)
+                name, records: dependencies.records, credentials: dependencies.credentials, assets: dependencies.assets, limiter: self.limiter,
+                logger: logger)
         else { return ("No account is named \(shown).", true) }
         return (
             "\(shown) erased: \(erased.databases) database(s), \(erased.records) record(s), \(erased.assets) asset(s); "

@@ -67,7 +67,8 @@ extension DatabaseController {
         }
         guard
             let erased = try await eraseAccount(
-                account.name, records: self.records, credentials: self.authenticator.credentials, assets: self.assets, logger: call.logger)
+                account.name, records: self.records, credentials: self.authenticator.credentials, assets: self.assets,
+                limiter: self.authenticator.limiter, logger: call.logger)
         else { throw CloudError.notFound("the account no longer exists") }
         var writer = WireWriter()
         writer.json.value([

@@ -190,7 +190,7 @@ struct DatabaseController: Sendable {
         guard call.database.scope == .public, call.caller.serverKeyID == nil, let person = call.caller.account else { return nil }
         for _ in 0..<count {
             try self.authenticator.limiter.take(
-                "public-writes:\(person.id)", self.configuration.rateLimits.publicWritesPerAccount, what: "account's public records")
+                RateLimitKeys.publicWrites(person.id), self.configuration.rateLimits.publicWritesPerAccount, what: "account's public records")
         }
         return person
     }

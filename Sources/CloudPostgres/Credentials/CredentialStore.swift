@@ -258,6 +258,11 @@ public final class CredentialStore: Sendable {
 
     /// Takes `used` requests from each key's shared token bucket (created full, refilled at its rate since its
     /// last update) and answers every bucket's level afterwards: how every process shares one budget.
+    /// Deletes these shared rate buckets (an erased account's).
+    public func deleteSharedBuckets(_ keys: [String], logger: Logger) async throws {
+        try await translatingDatabaseErrors { try await self.client.query("DELETE FROM rate_buckets WHERE key = ANY(\(keys))", logger: logger) }
+    }
+
     public func takeFromSharedBuckets(_ used: [(key: String, count: Int, limit: (perSecond: Double, burst: Double))], logger: Logger)
         async throws -> [String: Double]
     {

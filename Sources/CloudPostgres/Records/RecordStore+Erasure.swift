@@ -6,7 +6,10 @@ import Synchronization
 
 /// What erasing an account removed (docs/PRIVACY.md).
 public struct AccountErasure: Sendable, Equatable {
-    public var databases = 0
+    public var account: Account
+    /// The ids of the account's databases, gone.
+    public var databaseIDs: [Int64] = []
+    public var databases: Int { self.databaseIDs.count }
     public var records = 0
     public var assets = 0
     /// The person's records of public databases (trip polls, votes), deleted.
@@ -19,14 +22,14 @@ extension RecordStore {
 
     /// Erases the account named `name` and everything in it, at once: its private databases (zones, records, change
     /// history, stored answers, subscriptions, push tokens, asset rows), its sessions and tokens (refused on every
-    /// process within the credential cache's second), its rate buckets and the account itself; then the bytes of its
+    /// process within the credential cache's second) and the account itself; then the bytes of its
     /// assets, through `removeBlob` (database id, checksum). Its records of public databases are deleted, and devices
     /// following those zones see them go. Nil when no account has that name.
     public func eraseAccount(
         name: String, logger: Logger, removeBlob: (Int64, String) async throws -> Void
     ) async throws -> AccountErasure? {
         guard let (accountID, userRecordName) = try await self.account(named: name, logger: logger) else { return nil }
-        var erasure = AccountErasure()
+        var erasure = AccountErasure(account: Account(id: accountID, name: name, userRecordName: userRecordName))
         erasure.publicRecords = try await self.deletePublicRecords(of: userRecordName, logger: logger)
         let (databases, blobs, records) = try await self.client.transaction(logger: logger) { connection in
             var databases: [Int64] = []
@@ -51,7 +54,6 @@ extension RecordStore {
                 // Subscriptions, push tokens' courier frames: ON DELETE CASCADE from databases and accounts.
                 "DELETE FROM databases WHERE id = ANY(\(databases))",
                 "DELETE FROM auth_sessions WHERE account_id = \(accountID)",
-                "DELETE FROM rate_buckets WHERE key IN (\("account:\(accountID)"), \("public-writes:\(accountID)"), \("signin:\(name)"))",
                 // Credentials, console sessions, push tokens: ON DELETE CASCADE.
                 "DELETE FROM accounts WHERE id = \(accountID)",
             ] {
@@ -60,7 +62,7 @@ extension RecordStore {
             return (databases, blobs, records)
         }
         self.databaseIDs.withLock { ids in ids = ids.filter { $0.key.ownerAccountID != accountID } }
-        (erasure.databases, erasure.records, erasure.assets) = (databases.count, records, blobs.count)
+        (erasure.databaseIDs, erasure.records, erasure.assets) = (databases, records, blobs.count)
         // Long polls held on the account's databases wake to answer what is left (nothing); the next request is 421.
         self.changes.committed(databases)
         for (databaseID, checksum) in blobs {

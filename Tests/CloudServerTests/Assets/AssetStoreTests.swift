@@ -51,6 +51,17 @@ import Testing
         #expect(try await store.uploadedLength(of: "up2") == 0)
     }
 
+    /// An erased account's uploads in progress go at once, by their ids' prefix; another owner's stay.
+    @Test func uploadsInProgressAreDiscardedByPrefix() async throws {
+        let store = try self.makeStore()
+        for upload in ["db7-a", "db7-b", "db70-c"] { _ = try await store.append(Self.chunks(Self.bytes(1_000)), to: upload, at: 0, maxSize: 10_000) }
+        #expect(try await store.discardUploads(prefix: "db7-") == 2)
+        #expect(try await store.uploadedLength(of: "db7-a") == 0)
+        #expect(try await store.uploadedLength(of: "db7-b") == 0)
+        #expect(try await store.uploadedLength(of: "db70-c") == 1_000)
+        #expect(try await store.discardUploads(prefix: "db7-") == 0)
+    }
+
     @Test func anInterruptedUploadResumesAfterARestart() async throws {
         let data = Self.bytes(1_000_000, seed: 7)
         let first = try self.makeStore()

@@ -77,8 +77,10 @@ import Testing
             // No row of any table names her, her id, her databases, their zones or her sessions.
             let leftovers = try await Self.rowsNaming(alice.account, databases: aliceDatabases, records)
             #expect(leftovers.isEmpty, "\(leftovers)")
-            // No byte of hers in the asset store.
+            // No byte of hers in the asset store: no photo, no upload in progress.
             #expect(try await server.dependencies.assets.size(owner: "db\(aliceDatabases[0])", checksum: checksum) == nil)
+            #expect(unfinished.contains("/assets/upload/db\(aliceDatabases[0])-"))
+            #expect(try await server.dependencies.assets.discardUploads(prefix: "db\(aliceDatabases[0])-") == 0)
             // Bob's rows are as they were; his poll lost her vote, his vote in her poll is his still.
             let bobAfter = try await Self.rows(of: server.bob.account, records)
             #expect(bobAfter == bobBefore)
