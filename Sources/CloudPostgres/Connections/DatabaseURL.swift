@@ -54,11 +54,12 @@ public struct ConfigurationError: Error, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
-/// Runs `body` with a running connection pool for `url`, and stops the pool afterwards.
+/// Runs `body` with a running connection pool for `url`, and stops the pool afterwards. `checkInterval` is how often,
+/// and how patiently, the pool checks that PostgreSQL answers (`PostgresPool`).
 @discardableResult
 public func withDatabasePool<Result: Sendable>(
-    _ url: DatabaseURL, maximumConnections: Int = 20, logger: Logger, isolation: isolated (any Actor)? = #isolation,
-    _ body: (PostgresPool) async throws -> Result
+    _ url: DatabaseURL, maximumConnections: Int = 20, checkInterval: Duration = .seconds(1), logger: Logger,
+    isolation: isolated (any Actor)? = #isolation, _ body: (PostgresPool) async throws -> Result
 ) async throws -> Result {
-    try await PostgresPool(url, maximumConnections: maximumConnections, logger: logger).whileRunning(body)
+    try await PostgresPool(url, maximumConnections: maximumConnections, logger: logger, checkInterval: checkInterval).whileRunning(body)
 }
