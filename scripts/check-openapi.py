@@ -38,7 +38,7 @@ UNSUPPORTED = ["records/resolve", "records/accept", "users/discover", "users/loo
 EXTENSIONS = [
     ("post", "canonical/resolve"), ("post", "canonical/nearby"),
     ("post", "canonical/games"), ("post", "canonical/gameDates"), ("post", "canonical/match"),
-    ("post", "changes/wait"), ("post", "users/delete"),
+    ("post", "changes/wait"), ("post", "users/delete"), ("post", "users/export"),
 ]
 
 ROUTES = (

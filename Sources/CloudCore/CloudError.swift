@@ -58,4 +58,7 @@ public struct CloudError: Error, Sendable, Equatable, CustomStringConvertible {
     public static func accessDenied(_ reason: String) -> CloudError { CloudError(.accessDenied, reason) }
     public static let changeTokenExpired = CloudError(.changeTokenExpired, "client knowledge differs from server knowledge")
     public static let atomicFailure = CloudError(.atomicError, "another operation in this atomic batch failed")
+    /// A request authenticated a moment before its account was erased reaches a database that is gone: the answer its
+    /// next request gets (421, and the device signs out), not a server error.
+    public static let accountErased = CloudError(.authenticationRequired, "this account has been erased; nothing was changed")
 }

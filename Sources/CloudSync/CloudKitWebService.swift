@@ -191,12 +191,7 @@ public struct CloudKitWebService: Sendable {
         do {
             (data, _) = try await self.send(request, retrying: retrying)
         } catch let error as SyncError where error.code == ServerErrorCode.authenticationRequired.rawValue {
-            // The session is gone (signed out elsewhere, expired, the account erased): the device is signed out, unless
-            // another request brought a newer token meanwhile (a rotation race refuses the older one). Not on 401: that
-            // is the API token's, and the session may be fine.
-            let sent = request.url.flatMap { URLComponents(url: $0, resolvingAgainstBaseURL: false) }?.queryItems?
-                .first { $0.name == "ckWebAuthToken" }?.value
-            if let sent, (try? self.tokens.webAuthToken()) == sent { try? self.tokens.setWebAuthToken(nil) }
+            self.forgetRefusedSession(of: request)
             throw error
         }
         if data.isEmpty { return .object([:]) }
@@ -204,6 +199,40 @@ public struct CloudKitWebService: Sendable {
             return try JSONValue.parse(Array(data))
         } catch {
             throw SyncError(code: "UNKNOWN_ERROR", reason: "the server's answer is not JSON", status: 200)
+        }
+    }
+
+    /// The session is gone (signed out elsewhere, expired, the account erased): the device is signed out, unless
+    /// another request brought a newer token meanwhile (a rotation race refuses the older one). Not on 401: that is the
+    /// API token's, and the session may be fine.
+    func forgetRefusedSession(of request: URLRequest) {
+        let sent = request.url.flatMap { URLComponents(url: $0, resolvingAgainstBaseURL: false) }?.queryItems?
+            .first { $0.name == "ckWebAuthToken" }?.value
+        if let sent, (try? self.tokens.webAuthToken()) == sent { try? self.tokens.setWebAuthToken(nil) }
+    }
+
+    /// A database operation whose answer is a file (`users/export`): written to `destination` as it arrives, never
+    /// held in memory. Not retried: a caller that loses it starts over.
+    public func download(_ scope: DatabaseScope, _ operation: String, _ body: JSONValue, to destination: URL) async throws {
+        var request = URLRequest(url: try self.url(scope: scope, operation: operation))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue(self.deviceID, forHTTPHeaderField: "X-StadiumCloud-Device-ID")
+        request.httpBody = Data(JSONWriter.encode(body).utf8)
+        let response: HTTPURLResponse
+        do { response = try await self.transport.download(request, to: destination) } catch {
+            throw SyncError(
+                code: SyncError.networkErrorCode, reason: "no answer from \(self.endpoint.baseURL): \(error.localizedDescription)", status: 0)
+        }
+        guard (200..<300).contains(response.statusCode) else {
+            let body = (try? Data(contentsOf: destination)) ?? Data()
+            try? FileManager.default.removeItem(at: destination)
+            let error = SyncError.from(status: response.statusCode, body: body, headers: response)
+            if error.code == ServerErrorCode.authenticationRequired.rawValue { self.forgetRefusedSession(of: request) }
+            throw error
+        }
+        if let rotated = response.value(forHTTPHeaderField: "X-Apple-CloudKit-Web-Auth-Token"), !rotated.isEmpty {
+            try self.tokens.setWebAuthToken(rotated)
         }
     }
 

@@ -105,6 +105,23 @@ public final class StadiumCloudClient: Sendable {
         try self.store.forgetPerson()
     }
 
+    /// Downloads the signed-in person's whole account, records and photos' bytes, as one archive (docs/PRIVACY.md,
+    /// "Export") to `destination`, written as it arrives, then checks every file against the archive's manifest. The
+    /// file appears only once whole and checked; a download that fails leaves nothing, and is started again.
+    @discardableResult
+    public func exportAccount(to destination: URL) async throws -> AccountArchive.Manifest {
+        let partial = destination.appendingPathExtension("partial")
+        defer { try? FileManager.default.removeItem(at: partial) }
+        try await self.engine.service.download(.private, "users/export", [:], to: partial)
+        let manifest: AccountArchive.Manifest
+        do { manifest = try AccountArchive.verify(at: partial) } catch let error as ArchiveError {
+            throw SyncError(code: SyncError.networkErrorCode, reason: "the export arrived incomplete or damaged (\(error)); export again", status: 0)
+        }
+        try? FileManager.default.removeItem(at: destination)
+        try FileManager.default.moveItem(at: partial, to: destination)
+        return manifest
+    }
+
     /// Goes on with unfinished photo uploads, fetches canonical and private changes, then sends queued edits. When
     /// records arrived, visits logged before the canonical data get their venue names and achievements are
     /// recomputed (local edits recompute them as they happen); what that changes is sent in a second round.

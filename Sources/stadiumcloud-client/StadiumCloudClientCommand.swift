@@ -17,7 +17,7 @@ struct ClientCommand: AsyncParsableCommand {
         abstract: "A SportsTime device: sign in, sync, add and list visits, upload and download photos.",
         discussion: "Everything is kept in a local SQLite store (--store); edits work offline and `sync` sends them.",
         subcommands: [
-            SignIn.self, SignOut.self, DeleteAccount.self, Sync.self, Status.self, Stadiums.self, Nickname.self, Favorite.self, Visits.self, Photos.self, Seasons.self,
+            SignIn.self, SignOut.self, DeleteAccount.self, ExportAccount.self, Sync.self, Status.self, Stadiums.self, Nickname.self, Favorite.self, Visits.self, Photos.self, Seasons.self,
             Games.self, Match.self, Achievements.self, Progress.self, Polls.self,
         ])
 }
@@ -129,6 +129,22 @@ struct DeleteAccount: AsyncParsableCommand {
         try await reporting {
             try await self.options.open().deleteAccount(password: readPassword())
             print("account erased; signed out")
+        }
+    }
+}
+
+struct ExportAccount: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export-account",
+        abstract: "Download the signed-in account, its records and photos' bytes, as one archive (a tar file with a manifest of SHA-256s), checked on arrival.")
+    @OptionGroup var options: StoreOptions
+    @Option(name: .shortAndLong, help: "The archive to write.") var output: String
+
+    func run() async throws {
+        try await reporting {
+            let manifest = try await self.options.open().exportAccount(to: URL(fileURLWithPath: self.output))
+            let bytes = manifest.files.reduce(Int64(0)) { $0 + $1.size }
+            print("exported to \(self.output): \(manifest.files.count) file(s), \(bytes) bytes of content, every SHA-256 checked")
         }
     }
 }

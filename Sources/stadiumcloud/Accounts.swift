@@ -4,9 +4,10 @@ import CloudCore
 import CloudHTTP
 import CloudPostgres
 import Foundation
+import NIOCore
 
 struct Accounts: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Manage accounts.", subcommands: [Create.self, Password.self, EndSessions.self, Delete.self])
+    static let configuration = CommandConfiguration(abstract: "Manage accounts.", subcommands: [Create.self, Password.self, EndSessions.self, Delete.self, Export.self, Import.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -92,6 +93,64 @@ struct Accounts: AsyncParsableCommand {
             guard let erased else { throw ValidationError("no account is named \(self.name)") }
             print(
                 "Erased \(self.name): \(erased.databases) database(s), \(erased.records) record(s), \(erased.assets) asset(s); \(erased.publicRecords) public record(s) deleted."
+            )
+        }
+    }
+}
+
+extension Accounts {
+    struct Export: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write an account, its records and its assets' bytes, to one archive (a tar file with a manifest of SHA-256s).",
+            discussion: "The format is in docs/PRIVACY.md. The file appears only once complete; a run that stops leaves FILE.partial, and running again starts over.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var name: String
+        @Option(name: .shortAndLong, help: "The archive to write (default: stadiumcloud-NAME.tar).") var output: String?
+        @Option(help: "Where asset bytes live, as for serve (env STADIUMCLOUD_ASSETS).") var assets: String?
+
+        func run() async throws {
+            let location = self.assets ?? ProcessInfo.processInfo.environment["STADIUMCLOUD_ASSETS"] ?? ServerConfiguration().assets
+            let path = self.output ?? AccountArchive.fileName(for: self.name)
+            let partial = path + ".partial"
+            let manifest = try await Live(self.database).run { live, logger -> AccountArchive.Manifest? in
+                let records = try await live.stores.records(logger: logger)
+                guard let export = try await AccountExport.of(self.name, records: records, logger: logger) else { return nil }
+                guard FileManager.default.createFile(atPath: partial, contents: nil), let file = FileHandle(forWritingAtPath: partial) else {
+                    throw ValidationError("cannot write \(partial)")
+                }
+                defer { try? file.close() }
+                let manifest = try await export.write(records: records, assets: try openAssetStore(location, logger: logger), logger: logger) {
+                    try file.write(contentsOf: Data($0.readableBytesView))
+                }
+                try file.synchronize()
+                return manifest
+            }
+            guard let manifest else { throw ValidationError("no account is named \(self.name)") }
+            _ = try? FileManager.default.removeItem(atPath: path)
+            try FileManager.default.moveItem(atPath: partial, toPath: path)
+            let bytes = manifest.files.reduce(Int64(0)) { $0 + $1.size }
+            print("Exported \(self.name) to \(path): \(manifest.databases.count) database(s), \(manifest.files.count) file(s), \(bytes) bytes of content.")
+        }
+    }
+
+    struct Import: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Read an account export into an account that holds nothing yet (create it first).",
+            discussion: "The archive is checked against its manifest before anything is written. Records keep their names, types and fields; assets their bytes.")
+        @OptionGroup var database: DatabaseOptions
+        @Argument var name: String
+        @Argument(help: "The archive (stadiumcloud accounts export, users/export).") var archive: String
+        @Option(help: "Where asset bytes live, as for serve (env STADIUMCLOUD_ASSETS).") var assets: String?
+
+        func run() async throws {
+            let location = self.assets ?? ProcessInfo.processInfo.environment["STADIUMCLOUD_ASSETS"] ?? ServerConfiguration().assets
+            let summary = try await Live(self.database).run { live, logger in
+                try await importAccount(
+                    self.name, from: URL(fileURLWithPath: self.archive), records: try await live.stores.records(logger: logger),
+                    assets: try openAssetStore(location, logger: logger), maxAssetSize: ServerConfiguration().maxAssetBytes, logger: logger)
+            }
+            print(
+                "Imported into \(self.name): \(summary.zones) zone(s), \(summary.records) record(s), \(summary.assets) asset(s); \(summary.publicRecordsSkipped) public record(s) left out."
             )
         }
     }

@@ -78,3 +78,28 @@ extension DatabaseController {
         return writer
     }
 }
+
+/// Extension `users/export`: the signed-in person's whole account as one archive (docs/PRIVACY.md, "Export").
+extension DatabaseController {
+    /// Streamed as it is read, so memory stays flat whatever the account holds. A session is enough: everything in it
+    /// is already the caller's to read. A stream cut short has no manifest, and every reader refuses it.
+    @Sendable func exportAccount(_ call: DatabaseCall) async throws -> Response {
+        guard call.database.scope == .private, let account = call.caller.account else {
+            throw CloudError.badRequest("users/export exports the signed-in person's own account: call it on the private database")
+        }
+        guard let export = try await AccountExport.of(account.name, records: self.records, logger: call.logger) else {
+            throw CloudError.notFound("the account no longer exists")
+        }
+        let (records, assets, logger) = (self.records, self.assets, call.logger)
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: "application/x-tar", .cacheControl: "no-store",
+                .contentDisposition: "attachment; filename=\"\(AccountArchive.fileName(for: account.name))\"",
+            ],
+            body: ResponseBody { writer in
+                try await export.write(records: records, assets: assets, logger: logger) { try await writer.write($0) }
+                try await writer.finish(nil)
+            })
+    }
+}

@@ -69,6 +69,7 @@ struct DatabaseController: Sendable {
         group.get("users/current") { request, context in try await self.currentUser(request, context, caller: false) }
         group.get("users/caller") { request, context in try await self.currentUser(request, context, caller: true) }
         group.post("users/delete") { request, context in try await self.run(request, context, self.deleteAccount) }
+        group.post("users/export") { request, context in try await self.respond(request, context, self.exportAccount) }
         group.get("subscriptions/list") { request, context in try await self.run(request, context, self.listSubscriptions) }
         group.post("subscriptions/list") { request, context in try await self.run(request, context, self.listSubscriptions) }
         group.post("subscriptions/lookup") { request, context in try await self.run(request, context, self.lookupSubscriptions) }
@@ -102,6 +103,14 @@ struct DatabaseController: Sendable {
         _ request: Request, _ context: CloudRequestContext, writes: PublicWriters? = nil, waits: Bool = false,
         _ operation: @escaping @Sendable (DatabaseCall) async throws -> WireWriter
     ) async throws -> Response {
+        try await self.respond(request, context, writes: writes, waits: waits) { try await operation($0).response() }
+    }
+
+    /// `run` for an operation that makes its own response (a stream that is not JSON).
+    func respond(
+        _ request: Request, _ context: CloudRequestContext, writes: PublicWriters? = nil, waits: Bool = false,
+        _ operation: @escaping @Sendable (DatabaseCall) async throws -> Response
+    ) async throws -> Response {
         var streaming = request
         let logger = context.logger
         let (container, environment) = try self.containerAndEnvironment(context)
@@ -126,11 +135,11 @@ struct DatabaseController: Sendable {
         if waits {
             // Held longer than any database deadline: only its database work (here and in `operation`) is under one.
             let call = try await withDatabaseDeadline(self.configuration.databaseTimeout, clock: self.clock, prepare)
-            return try await endingWhenTheClientLeaves(context) { try await operation(call).response() }
+            return try await endingWhenTheClientLeaves(context) { try await operation(call) }
         }
         return try await withDatabaseDeadline(self.configuration.databaseTimeout, clock: self.clock) {
             let call = try await prepare()
-            var response = try await operation(call).response()
+            var response = try await operation(call)
             response.headers[.webAuthToken] = await self.authenticator.rotatedToken(for: call.caller, request: request, logger: logger)
             return response
         }

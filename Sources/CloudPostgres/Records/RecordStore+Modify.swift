@@ -118,7 +118,7 @@ extension RecordStore {
                 existing[record.recordName] = record
             }
         }
-        guard let start else { throw CloudError(.internalError, "database \(batch.database.id) vanished") }
+        guard let start else { throw CloudError.accountErased }
         let (zoneID, schema, scope) = try await self.zoneAndSchema(start, zoneName: batch.zoneName, on: connection, logger: logger)
         return (stored, WriteBasis(head: start.head, zoneID: zoneID, schema: schema, scope: scope, existing: existing))
     }
@@ -219,7 +219,7 @@ extension RecordStore {
         for try await seq in try await connection.query(
             "SELECT change_seq FROM databases WHERE id = \(database.id) FOR UPDATE", logger: logger
         ).decode(Int64.self) { return seq }
-        throw CloudError(.internalError, "database \(database.id) vanished")
+        throw CloudError.accountErased
     }
 
     /// The first statement of an import's write: takes the database lock, finds the zone and the schema version
@@ -231,7 +231,7 @@ extension RecordStore {
             let (zoneID, schema, scope) = try await self.zoneAndSchema(row, zoneName: zoneName, on: connection, logger: logger)
             return (row.head, zoneID, schema, scope)
         }
-        throw CloudError(.internalError, "database \(database.id) vanished")
+        throw CloudError.accountErased
     }
 
     /// The zone's id (ZONE_NOT_FOUND when it has none), the schema in force and where it is, from a write's first row.

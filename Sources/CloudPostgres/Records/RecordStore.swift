@@ -77,7 +77,18 @@ public final class RecordStore: Sendable {
         if let id = self.databaseIDs.withLock({ $0[key] }) {
             return DatabaseRef(id: id, scope: scope, ownerRecordName: ownerName)
         }
-        let id = try await self.client.transaction(logger: logger) { connection -> Int64 in
+        let id: Int64
+        do { id = try await self.findOrCreateDatabase(container: container, environment: environment, scope: scope, owner: owner, logger: logger) }
+        // No account row to own it: erased since the request was authenticated.
+        catch let error as PSQLError where error.serverInfo?[.sqlState] == "23503" { throw CloudError.accountErased }
+        self.databaseIDs.withLock { $0[key] = id }
+        return DatabaseRef(id: id, scope: scope, ownerRecordName: ownerName)
+    }
+
+    private func findOrCreateDatabase(
+        container: String, environment: String, scope: DatabaseScope, owner: Account?, logger: Logger
+    ) async throws -> Int64 {
+        try await self.client.transaction(logger: logger) { connection -> Int64 in
             let inserted = try await connection.query(
                 """
                 INSERT INTO databases (container, environment, scope, owner_account_id)
@@ -96,10 +107,8 @@ public final class RecordStore: Sendable {
                 AND scope = \(scope.rawValue) AND owner_account_id IS NOT DISTINCT FROM \(owner?.id)
                 """, logger: logger)
             for try await id in existing.decode(Int64.self) { return id }
-            throw CloudError(.internalError, "database row vanished")
+            throw CloudError.accountErased
         }
-        self.databaseIDs.withLock { $0[key] = id }
-        return DatabaseRef(id: id, scope: scope, ownerRecordName: ownerName)
     }
 
     /// The live zone's internal id, or ZONE_NOT_FOUND.

@@ -21,7 +21,7 @@ import Testing
         "get /signin", "post /signin", "post /signout", "get /health", "get /ready", "get /metrics", "get /openapi.yaml",
         "post changes/wait", "get subscriptions/list", "post subscriptions/list", "post subscriptions/lookup", "post subscriptions/modify",
         "post tokens/create", "post tokens/register", "post /device/1/{container}/{environment}/tokens/create",
-        "post /device/1/{container}/{environment}/tokens/register", "get /webcourier/aps", "post users/delete",
+        "post /device/1/{container}/{environment}/tokens/register", "get /webcourier/aps", "post users/delete", "post users/export",
     ]).union(unsupported.flatMap { ["get \($0)", "post \($0)"] })
 
     /// CloudKit endpoints this server does not offer: each answers BAD_REQUEST saying so.

@@ -123,6 +123,33 @@ import Testing
         }
     }
 
+    /// A request authenticated a moment before the erasure (another process's credential cache holds a token for up to
+    /// a second) reaches a database that is gone, or would create one for an account that is gone: 421, as its next
+    /// request gets, never a 500, and nothing is written.
+    @Test func aRequestAuthenticatedJustBeforeTheErasureIsToldToSignIn() async throws {
+        try await TestServer.run { server in
+            let records = server.dependencies.records
+            let logger = TestDatabase.logger
+            try await server.modify([Op.create("visit-1", ["notes": "before"])], as: server.alice)
+            let database = try await records.database(
+                container: TestServer.development.container, environment: "development", scope: .private, owner: server.alice.account, logger: logger)
+            let eve = try await server.dependencies.credentials.createAccount(name: "eve", idleMs: 3_600_000, logger: logger)
+            for name in ["alice", "eve"] {
+                _ = try await eraseAccount(
+                    name, records: records, credentials: server.dependencies.credentials, assets: server.dependencies.assets, logger: logger)
+            }
+            let stamp = ChangeStamp(timestamp: 1, userRecordName: server.alice.account.userRecordName, deviceID: "late")
+            let operation = RecordOperation(type: .create, recordName: "visit-2", recordType: "Visit", fields: ["notes": ["value": "after"]])
+            await #expect { try await records.modify([operation], zoneName: defaultZoneName, atomic: false, in: database, stamp: stamp, logger: logger) }
+                throws: { ($0 as? CloudError)?.code == .authenticationRequired }
+            await #expect {
+                try await records.database(container: TestServer.development.container, environment: "development", scope: .private, owner: eve.account, logger: logger)
+            } throws: { ($0 as? CloudError)?.code == .authenticationRequired }
+            #expect(try await Self.rowsNaming(eve.account, databases: [], records).isEmpty)
+            #expect(try await Self.rowsNaming(server.alice.account, databases: [database.id], records).isEmpty)
+        }
+    }
+
     static func databases(of account: Account, _ records: RecordStore) async throws -> [Int64] {
         try await records.client.reading { connection in
             try await connection.query("SELECT id FROM databases WHERE owner_account_id = \(account.id) ORDER BY id", logger: TestDatabase.logger)

@@ -1,0 +1,138 @@
+import CloudAssets
+import CloudCore
+import CloudPostgres
+import CloudRuntime
+import Crypto
+import Logging
+import NIOCore
+
+/// An account as one archive (`AccountArchive`, docs/PRIVACY.md "Export"), written as a stream: a page of records
+/// or a megabyte of an asset at a time, so memory stays flat whatever the account holds. What `users/export`, the
+/// console and `stadiumcloud accounts export` send.
+public struct AccountExport: Sendable {
+    public let account: Account
+    let databases: [ExportedDatabase]
+
+    /// The export of the account named `name`, or nil when there is none.
+    public static func of(_ name: String, records: RecordStore, logger: Logger) async throws -> AccountExport? {
+        guard let (account, databases) = try await records.exportPlan(accountName: name, logger: logger) else { return nil }
+        return AccountExport(account: account, databases: databases)
+    }
+
+    /// Writes the archive to `write` and returns its manifest (also written, last). Each page of records is read in
+    /// its own snapshot; an asset whose stored bytes no longer match their checksum stops the export (the archive
+    /// then has no manifest, and every reader refuses it).
+    @discardableResult
+    public func write(
+        records: RecordStore, assets: any AssetStore, logger: Logger, to write: (ByteBuffer) async throws -> Void
+    ) async throws -> AccountArchive.Manifest {
+        try await withoutActuallyEscaping(write) { write in
+            try await self.write(records: records, assets: assets, logger: logger, to: TarStream(write: write, modifiedSeconds: records.clock.now / 1000))
+        }
+    }
+
+    private func write(records: RecordStore, assets: any AssetStore, logger: Logger, to archive: TarStream) async throws -> AccountArchive.Manifest {
+        var listed: [AccountArchive.Database] = []
+        for (index, database) in self.databases.enumerated() {
+            let folder = "d\(index + 1)"
+            listed.append(
+                AccountArchive.Database(
+                    folder: folder, container: database.container, environment: database.environment, scope: database.scope.rawValue,
+                    zones: database.zones))
+            let owner = database.scope == .private ? self.account.userRecordName : "_defaultOwner"
+            for (zoneIndex, zone) in database.zones.enumerated() {
+                var after: String?
+                var pageNumber = 1
+                repeat {
+                    let page = try await records.exportPage(
+                        of: database, zone: zone, createdBy: self.account.userRecordName, after: after, limit: AccountArchive.recordsPerPage,
+                        logger: logger)
+                    // An empty zone still gets its (empty) first page, so it is seen and imported.
+                    if page.isEmpty && pageNumber > 1 { break }
+                    var writer = WireWriter()
+                    writer.object { writer in
+                        writer.json.key("database")
+                        writer.json.value([
+                            "container": .string(database.container), "environment": .string(database.environment),
+                            "scope": .string(database.scope.rawValue),
+                        ])
+                        writer.json.key("zoneID"); writer.zoneID(zone, owner: owner)
+                        writer.list("records") { writer in
+                            for record in page { writer.record(record, zoneName: zone, owner: owner) }
+                        }
+                    }
+                    let number = String(pageNumber)
+                    let name = String(repeating: "0", count: max(0, 6 - number.count)) + number
+                    try await archive.file("records/\(folder)/z\(zoneIndex + 1)/\(name).json", bytes: writer.json.bytes)
+                    after = page.last?.recordName
+                    pageNumber += 1
+                    if page.count < AccountArchive.recordsPerPage { break }
+                } while true
+            }
+            guard database.scope == .private else { continue }
+            for asset in try await records.exportedAssets(of: database, logger: logger) {
+                try await archive.file("assets/\(folder)/\(asset.checksum)", size: asset.size, sha256: asset.checksum) { sink in
+                    try await assets.read(owner: assetOwner(databaseID: database.id), checksum: asset.checksum, range: nil, to: sink)
+                }
+            }
+        }
+        let manifest = AccountArchive.Manifest(
+            accountName: self.account.name, userRecordName: self.account.userRecordName, exportedAtMs: records.clock.now,
+            databases: listed, files: archive.files)
+        var json = JSONWriter(capacity: 256 + 128 * archive.files.count)
+        json.value(manifest.json)
+        try await archive.file(AccountArchive.manifestPath, bytes: json.bytes)
+        try await archive.finish()
+        logger.notice("account exported", metadata: ["files": "\(archive.files.count)", "bytes": "\(archive.written)"])
+        return manifest
+    }
+}
+
+/// Writes tar entries to a byte sink, hashing each file on its way out.
+private final class TarStream {
+    let write: (ByteBuffer) async throws -> Void
+    let modifiedSeconds: Int64
+    private(set) var files: [AccountArchive.File] = []
+    private(set) var written: Int64 = 0
+
+    init(write: @escaping (ByteBuffer) async throws -> Void, modifiedSeconds: Int64) {
+        self.write = write
+        self.modifiedSeconds = modifiedSeconds
+    }
+
+    func file(_ path: String, bytes: [UInt8]) async throws {
+        var buffer = ByteBuffer(bytes: try Tar.header(path: path, size: Int64(bytes.count), modifiedSeconds: self.modifiedSeconds))
+        buffer.writeBytes(bytes)
+        buffer.writeBytes(Tar.padding(after: Int64(bytes.count)))
+        try await self.emit(buffer)
+        if path != AccountArchive.manifestPath {
+            self.files.append(AccountArchive.File(path: path, size: Int64(bytes.count), sha256: SHA256.hash(data: bytes).hexString))
+        }
+    }
+
+    /// A file of `size` bytes that `produce` hands to its sink piece by piece; they must hash to `sha256`.
+    func file(_ path: String, size: Int64, sha256: String, produce: (@escaping (ByteBuffer) async throws -> Void) async throws -> Void) async throws {
+        try await self.emit(ByteBuffer(bytes: try Tar.header(path: path, size: size, modifiedSeconds: self.modifiedSeconds)))
+        var hash = SHA256()
+        var count: Int64 = 0
+        try await produce { piece in
+            piece.withUnsafeReadableBytes { hash.update(bufferPointer: $0) }
+            count += Int64(piece.readableBytes)
+            guard count <= size else { throw ArchiveError("\(path) has more bytes than its stored size") }
+            try await self.emit(piece)
+        }
+        let digest = hash.finalize().hexString
+        guard count == size, digest == sha256 else {
+            throw ArchiveError("the stored bytes of \(path) no longer match their size and SHA-256; the export stops here")
+        }
+        try await self.emit(ByteBuffer(bytes: Tar.padding(after: size)))
+        self.files.append(AccountArchive.File(path: path, size: size, sha256: digest))
+    }
+
+    func finish() async throws { try await self.emit(ByteBuffer(bytes: Tar.end)) }
+
+    private func emit(_ buffer: ByteBuffer) async throws {
+        self.written += Int64(buffer.readableBytes)
+        try await self.write(buffer)
+    }
+}
