@@ -138,6 +138,13 @@ struct AssetController: Sendable {
                 try await self.store.append(request.body, to: grant.upload, at: offset, maxSize: maxSize)
             }
         if let total, length < total {
+            // An erasure that ran while these bytes came in has discarded the uploads it found: these go too.
+            do { _ = try await withDatabaseDeadline(deadline, clock: clock) { try await records.assetUsage(of: grant.databaseID, logger: logger) } } catch
+                let error as CloudError where error == RecordStore.uploadToErasedDatabase
+            {
+                try? await self.store.discard(upload: grant.upload)
+                throw error
+            }
             var json = JSONWriter()
             json.value(["uploadOffset": .int(length)])
             return Response(

@@ -15,7 +15,7 @@ extension RecordStore {
             // An account erased before gets no bytes placed. One erased between here and the row (a narrow race) gets the
             // same answer; its bytes are then an orphan the collector's sweep removes. Not a lock on the database row:
             // that would hold the account's writes for as long as bytes move.
-            let erased = CloudError.notFound("this upload's database no longer exists (its account was erased); nothing was stored")
+            let erased = Self.uploadToErasedDatabase
             var live = false
             for try await _ in try await connection.query("SELECT 1 FROM databases WHERE id = \(databaseID)", logger: logger) { live = true }
             guard live else { throw erased }
@@ -72,13 +72,18 @@ extension RecordStore {
         return removed
     }
 
-    /// Bytes of assets stored for `database`, for its quota.
+    /// What an upload for a database that is gone (its account erased) is answered.
+    public static let uploadToErasedDatabase = CloudError.notFound(
+        "this upload's database no longer exists (its account was erased); nothing was stored")
+
+    /// Bytes of assets stored for `database`, for its quota; `uploadToErasedDatabase` when it is gone.
     public func assetUsage(of databaseID: Int64, logger: Logger) async throws -> Int64 {
         try await self.client.reading { connection in
             for try await used in try await connection.query(
-                "SELECT coalesce(sum(size), 0)::int8 FROM assets WHERE database_id = \(databaseID)", logger: logger
+                "SELECT (SELECT coalesce(sum(size), 0)::int8 FROM assets WHERE database_id = d.id) FROM databases d WHERE d.id = \(databaseID)",
+                logger: logger
             ).decode(Int64.self) { return used }
-            return 0
+            throw Self.uploadToErasedDatabase
         }
     }
 

@@ -9,6 +9,7 @@ import PostgresNIO
 import SportsDomain
 import StadiumCloudClient
 @testable import CloudSync
+import Synchronization
 import Testing
 
 /// Erasing an account (docs/PRIVACY.md): afterwards no row of any table and no byte of the asset store belongs to
@@ -121,6 +122,51 @@ import Testing
             let leftovers = try await Self.rowsNaming(server.alice.account, databases: [], server.dependencies.records)
             #expect(leftovers.isEmpty, "\(leftovers)")
         }
+    }
+
+    /// The account is erased from the phone while the tablet syncs and has a photo upload in progress: the tablet's
+    /// upload stores nothing more, its sync is told to sign in again (and the SDK signs out), and nothing of the
+    /// account is left in PostgreSQL or the asset store, no partial upload either.
+    @Test func anAccountErasedWhileAnotherDeviceSyncsAndUploadsLeavesNothing() async throws {
+        try await ClientSyncTests.run { server, folder in
+            var configuration = SyncConfiguration()
+            configuration.chunkSize = 256 * 1024
+            let network = FlakyTransport()
+            let phone = try await ClientSyncTests.device(server, folder, "phone")
+            let tablet = try await ClientSyncTests.device(server, folder, "tablet", transport: network, configuration: configuration)
+            let visit = try tablet.addVisit(stadiumID: "stadium_mlb_oracle_park", date: 1_717_243_200_000).recordName
+            try await tablet.sync()
+            try await phone.sync()
+            let database = try #require(try await Self.databases(of: server.alice.account, server.dependencies.records).first)
+            let file = URL(fileURLWithPath: folder + "/photo.jpg")
+            try Data(TestData.bytes(1024 * 1024)).write(to: file)
+            network.state.withLock { $0.cutAfter["/assets/upload/"] = 2 }
+            await #expect(throws: SyncError.self) { try await tablet.addPhoto(file, toVisit: visit) }
+            #expect(try await server.dependencies.assets.uploadedLength(of: try #require(Self.uploads(network).first)) == 2 * 256 * 1024)
+
+            let erased = Mutex(false)
+            network.state.withLock {
+                $0.offline = false
+                $0.cutAfter = [:]
+                $0.before["/assets/upload/"] = {
+                    guard erased.withLock({ done in defer { done = true }; return !done }) else { return }
+                    try await phone.deleteAccount(password: ClientSyncTests.password)
+                }
+            }
+            await #expect { try await tablet.sync() } throws: { ($0 as? SyncError)?.code == "AUTHENTICATION_REQUIRED" }
+            #expect(erased.withLock { $0 } && !tablet.isSignedIn && !phone.isSignedIn)
+            // The erasure ran as the tablet asked where its upload stood: no byte it sent after that was stored.
+            let afterErasure = network.sent("/assets/upload/").drop { $0.method != "HEAD" }.dropFirst()
+            #expect(afterErasure.map(\.status) == [404], "\(Array(afterErasure))")
+            let leftovers = try await Self.rowsNaming(server.alice.account, databases: [database], server.dependencies.records)
+            #expect(leftovers.isEmpty, "\(leftovers)")
+            #expect(try await server.dependencies.assets.discardUploads(prefix: "db\(database)-") == 0, "no upload in progress is left")
+            #expect(try await server.dependencies.assets.blobs(olderThan: -1).filter { $0.owner == "db\(database)" }.isEmpty)
+        }
+    }
+
+    static func uploads(_ network: FlakyTransport) -> [String] {
+        network.sent("/assets/upload/").compactMap { $0.path.split(separator: "/").last.map(String.init) }
     }
 
     /// A request authenticated a moment before the erasure (another process's credential cache holds a token for up to

@@ -29,7 +29,7 @@ final class FlakyTransport: HTTPTransport {
         /// Answers of records/modify lose their `serverRecord`s, as a plain CloudKit server answers.
         var stripServerRecords = false
         /// Called before a request whose path contains the key goes out (once per request).
-        var before: [String: @Sendable () throws -> Void] = [:]
+        var before: [String: @Sendable () async throws -> Void] = [:]
     }
 
     let state = Mutex(State())
@@ -45,7 +45,7 @@ final class FlakyTransport: HTTPTransport {
         }
         if offline { throw URLError(.notConnectedToInternet) }
         let hooks = self.state.withLock { state in state.before.filter { path.contains($0.key) }.map(\.value) }
-        for hook in hooks { try hook() }
+        for hook in hooks { try await hook() }
         let answer = try await self.base.send(request)
         let lost = self.state.withLock { state in
             guard let fragment = state.losing.keys.first(where: { path.contains($0) }), state.losing[fragment]! > 0 else { return false }
