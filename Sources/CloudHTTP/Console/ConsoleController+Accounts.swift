@@ -4,7 +4,7 @@ import Foundation
 import Hummingbird
 import Logging
 
-/// Accounts (search, create, set a password, end a person's sessions) and credentials (API tokens and
+/// Accounts (search, create, set a password, end a person's sessions, erase, export) and credentials (API tokens and
 /// server-to-server keys with their last use; create and revoke).
 extension ConsoleController {
     func accounts(_ session: ConsoleSession, search: String, notice: (text: String, error: Bool)?, _ logger: Logger) async throws -> Response {
@@ -21,7 +21,9 @@ extension ConsoleController {
                 <input type=hidden name=name value="\(name)"><button aria-label="End every session of \(name)">End sessions</button></form></td>
                 <td><form method=post action="/console/accounts" class=row>\(self.formToken(session))<input type=hidden name=action value=erase>\
                 <input type=hidden name=name value="\(name)"><label>Type <b>\(name)</b> to erase it and everything in it, for good \
-                <input name=confirm required autocomplete=off></label><button>Erase</button></form></td></tr>
+                <input name=confirm required autocomplete=off></label><button>Erase</button></form></td>
+                <td><form method=post action="/console/accounts/export">\(self.formToken(session))<input type=hidden name=name value="\(name)">\
+                <button aria-label="Download everything of \(name) as one archive">Export</button></form></td></tr>
                 """
         }.joined()
         return self.html(
@@ -33,7 +35,7 @@ extension ConsoleController {
             <button>Search</button></form>
             <table><caption>\(found.count) account(s)\(found.count == 100 ? " (the first 100)" : "")</caption>
             <thead><tr><th scope=col>Name</th><th scope=col>Created</th><th scope=col>Role</th><th scope=col>Password</th>\
-            <th scope=col>Change the password</th><th scope=col>Sessions</th><th scope=col>Erase (docs/PRIVACY.md)</th></tr></thead>
+            <th scope=col>Change the password</th><th scope=col>Sessions</th><th scope=col>Erase (docs/PRIVACY.md)</th><th scope=col>Export</th></tr></thead>
             <tbody>\(rows)</tbody></table>
             <section aria-labelledby=create><h2 id=create>Create an account</h2>
             <form method=post action="/console/accounts">\(self.formToken(session))<input type=hidden name=action value=create>
@@ -94,6 +96,26 @@ extension ConsoleController {
             "\(shown) erased: \(erased.databases) database(s), \(erased.records) record(s), \(erased.assets) asset(s); "
                 + "\(erased.publicRecords) public record(s) deleted. Its devices are signed out.", false
         )
+    }
+
+    /// The account's export (docs/PRIVACY.md, "Export"), downloaded as it is read.
+    func export(_ session: ConsoleSession, _ form: [String: String], _ logger: Logger) async throws -> Response {
+        let name = form["name"] ?? ""
+        let dependencies = self.dependencies
+        guard let export = try await AccountExport.of(name, records: dependencies.records, logger: logger) else {
+            return try await self.accounts(session, search: "", notice: ("No account is named \(ConsoleFormat.escape(name)).", true), logger)
+        }
+        logger.notice("an operator exported an account in the console", metadata: ["operator": "\(session.account.name)", "account": "\(name)"])
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: "application/x-tar", .cacheControl: "no-store",
+                .contentDisposition: "attachment; filename=\"\(AccountArchive.fileName(for: name))\"",
+            ],
+            body: ResponseBody { writer in
+                try await export.write(records: dependencies.records, assets: dependencies.assets, logger: logger) { try await writer.write($0) }
+                try await writer.finish(nil)
+            })
     }
 
     func credentials(_ session: ConsoleSession, notice: String?, _ logger: Logger) async throws -> Response {

@@ -50,6 +50,7 @@ struct ConsoleController: Sendable {
             try await self.accounts(session, search: request.uri.queryParameters["q"].map(String.init) ?? "", notice: nil, logger)
         }
         self.form(router, "console/accounts") { session, form, logger in try await self.changeAccount(session, form, logger) }
+        self.form(router, "console/accounts/export") { session, form, logger in try await self.export(session, form, logger) }
         self.page(router, "console/credentials") { request, session, logger in try await self.credentials(session, notice: nil, logger) }
         self.form(router, "console/credentials") { session, form, logger in try await self.changeCredentials(session, form, logger) }
         self.page(router, "console/jobs") { request, session, logger in try await self.jobsPage(session, logger) }

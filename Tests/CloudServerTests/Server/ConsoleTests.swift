@@ -348,6 +348,30 @@ import Testing
         }
     }
 
+    /// The Export button downloads the account's archive (docs/PRIVACY.md, "Export"), which checks out.
+    @Test func operatorsExportAnAccount() async throws {
+        try await TestServer.run { server in
+            let cookies = try await Self.signedInOperator(server)
+            let formToken = try #require(try await Self.request(server, "/console/accounts", cookies: cookies).formToken)
+            try await server.modify([Op.create("bob-visit", ["note": "Fenway"])], as: server.bob)
+            let archive = try await server.client.execute(
+                uri: "/console/accounts/export", method: .post,
+                headers: [.contentType: "application/x-www-form-urlencoded", .cookie: cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")],
+                body: ByteBuffer(string: "formToken=\(formToken)&name=bob")
+            ) { response in (response.status.code, response.headers[.contentDisposition], Data(response.body.readableBytesView)) }
+            #expect(archive.0 == 200 && archive.1 == "attachment; filename=\"stadiumcloud-bob.tar\"")
+            let file = URL(fileURLWithPath: NSTemporaryDirectory() + "console-export-\(UUID().uuidString).tar")
+            defer { try? FileManager.default.removeItem(at: file) }
+            try archive.2.write(to: file)
+            let manifest = try AccountArchive.verify(at: file)
+            #expect(manifest.accountName == "bob" && manifest.files.map(\.path) == ["records/d1/z1/000001.json"])
+            let missing = try await Self.request(server, "/console/accounts/export", form: ["formToken": formToken, "name": "nobody"], cookies: cookies)
+            #expect(missing.html.contains("No account is named nobody"))
+            let forged = try await Self.request(server, "/console/accounts/export", form: ["formToken": "forged", "name": "bob"], cookies: cookies)
+            #expect(forged.status != 200 || !(forged.headers[.contentType] ?? "").contains("tar"))
+        }
+    }
+
     /// Schema, jobs, credentials' last use and the overview's traffic.
     @Test func schemaJobsLastUseAndTrafficAreShown() async throws {
         try await TestServer.run { server in
