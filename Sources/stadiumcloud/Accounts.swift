@@ -147,7 +147,7 @@ extension Accounts {
             let summary = try await Live(self.database).run { live, logger in
                 try await importAccount(
                     self.name, from: URL(fileURLWithPath: self.archive), records: try await live.stores.records(logger: logger),
-                    assets: try openAssetStore(location, logger: logger), maxAssetSize: ServerConfiguration().maxAssetBytes, logger: logger)
+                    assets: try openAssetStore(location, logger: logger), logger: logger)
             }
             print(
                 "Imported into \(self.name): \(summary.zones) zone(s), \(summary.records) record(s), \(summary.assets) asset(s); \(summary.publicRecordsSkipped) public record(s) left out."

@@ -42,32 +42,21 @@ public struct AccountExport: Sendable {
             let owner = database.scope == .private ? self.account.userRecordName : "_defaultOwner"
             for (zoneIndex, zone) in database.zones.enumerated() {
                 var after: String?
-                var pageNumber = 1
-                repeat {
+                var pageNumber = 0
+                while true {
                     let page = try await records.exportPage(
                         of: database, zone: zone, createdBy: self.account.userRecordName, after: after, limit: AccountArchive.recordsPerPage,
                         logger: logger)
                     // An empty zone still gets its (empty) first page, so it is seen and imported.
-                    if page.isEmpty && pageNumber > 1 { break }
-                    var writer = WireWriter()
-                    writer.object { writer in
-                        writer.json.key("database")
-                        writer.json.value([
-                            "container": .string(database.container), "environment": .string(database.environment),
-                            "scope": .string(database.scope.rawValue),
-                        ])
-                        writer.json.key("zoneID"); writer.zoneID(zone, owner: owner)
-                        writer.list("records") { writer in
-                            for record in page { writer.record(record, zoneName: zone, owner: owner) }
-                        }
-                    }
-                    let number = String(pageNumber)
-                    let name = String(repeating: "0", count: max(0, 6 - number.count)) + number
-                    try await archive.file("records/\(folder)/z\(zoneIndex + 1)/\(name).json", bytes: writer.json.bytes)
-                    after = page.last?.recordName
+                    guard !page.isEmpty || pageNumber == 0 else { break }
                     pageNumber += 1
-                    if page.count < AccountArchive.recordsPerPage { break }
-                } while true
+                    let number = String(pageNumber)
+                    try await archive.file(
+                        "records/\(folder)/z\(zoneIndex + 1)/\(String(repeating: "0", count: max(0, 6 - number.count)) + number).json",
+                        bytes: Self.page(page, of: database, zone: zone, owner: owner))
+                    guard page.count == AccountArchive.recordsPerPage, let last = page.last else { break }
+                    after = last.recordName
+                }
             }
             guard database.scope == .private else { continue }
             for asset in try await records.exportedAssets(of: database, logger: logger) {
@@ -85,6 +74,22 @@ public struct AccountExport: Sendable {
         try await archive.finish()
         logger.notice("account exported", metadata: ["files": "\(archive.files.count)", "bytes": "\(archive.written)"])
         return manifest
+    }
+
+    /// `{"database", "zoneID", "records": [CloudKit record dictionaries]}`.
+    static func page(_ records: [RecordSnapshot], of database: ExportedDatabase, zone: String, owner: String) -> [UInt8] {
+        var writer = WireWriter()
+        writer.object { writer in
+            writer.json.key("database")
+            writer.json.value([
+                "container": .string(database.container), "environment": .string(database.environment), "scope": .string(database.scope.rawValue),
+            ])
+            writer.json.key("zoneID"); writer.zoneID(zone, owner: owner)
+            writer.list("records") { writer in
+                for record in records { writer.record(record, zoneName: zone, owner: owner) }
+            }
+        }
+        return writer.json.bytes
     }
 }
 

@@ -21,7 +21,7 @@ public struct AccountImportSummary: Sendable, Equatable {
 /// archive is checked against its manifest first, so a damaged or altered one writes nothing. Records get new change
 /// tags and stamps, as on any server they move to. What `stadiumcloud accounts import` runs.
 public func importAccount(
-    _ name: String, from archive: URL, records: RecordStore, assets: any AssetStore, maxAssetSize: Int64, logger: Logger
+    _ name: String, from archive: URL, records: RecordStore, assets: any AssetStore, logger: Logger
 ) async throws -> AccountImportSummary {
     let manifest: AccountArchive.Manifest
     do { manifest = try AccountArchive.verify(at: archive) } catch let error as ArchiveError {
@@ -56,7 +56,7 @@ public func importAccount(
         let parts = entry.path.split(separator: "/").map(String.init)
         if parts.count == 3, parts[0] == "assets" {
             guard let database = targets[parts[1]] else { continue }
-            try await placeAsset(checksum: parts[2], size: entry.size, from: reader, in: database, records: records, assets: assets, maxSize: maxAssetSize, logger: logger)
+            try await placeAsset(checksum: parts[2], size: entry.size, from: reader, in: database, records: records, assets: assets, logger: logger)
             summary.assets += 1
         } else if parts.count == 4, parts[0] == "records" {
             var bytes = Data()
@@ -95,7 +95,7 @@ public func importAccount(
 /// Streams one asset's bytes into the store as an upload, checks their SHA-256 and places them as the database's.
 private func placeAsset(
     checksum: String, size: Int64, from reader: Tar.Reader, in database: DatabaseRef, records: RecordStore, assets: any AssetStore,
-    maxSize: Int64, logger: Logger
+    logger: Logger
 ) async throws {
     let owner = assetOwner(databaseID: database.id)
     let upload = "\(owner)-import-\(UUID().uuidString)"
@@ -103,7 +103,7 @@ private func placeAsset(
     do {
         // Pieces above S3's smallest part, so each append sends whole parts.
         while let piece = try reader.read(max: 8 << 20) {
-            offset = try await assets.append(OnePiece(buffer: ByteBuffer(bytes: piece)), to: upload, at: offset, maxSize: max(maxSize, size))
+            offset = try await assets.append(OnePiece(buffer: ByteBuffer(bytes: piece)), to: upload, at: offset, maxSize: size)
         }
         let stored = try await assets.verify(upload: upload, expectedChecksum: checksum)
         try await records.publishAsset(checksum: stored.checksum, size: stored.size, in: database.id, logger: logger) {

@@ -54,14 +54,14 @@ import Testing
 
             let carol = try await server.dependencies.credentials.createAccount(name: "carol", idleMs: 3_600_000, logger: logger)
             let summary = try await importAccount(
-                "carol", from: archive, records: records, assets: assets, maxAssetSize: ServerConfiguration().maxAssetBytes, logger: logger)
+                "carol", from: archive, records: records, assets: assets, logger: logger)
             let original = try await Self.contents(of: server.alice.account, records, assets)
             let imported = try await Self.contents(of: carol.account, records, assets)
             #expect(original.count >= 252 + 2 && imported == original)
             #expect(summary == AccountImportSummary(zones: 1, records: original.count - 2, assets: 2, publicRecordsSkipped: 1))
 
             // Once is all: the account now holds data.
-            await #expect { try await importAccount("carol", from: archive, records: records, assets: assets, maxAssetSize: 1 << 30, logger: logger) }
+            await #expect { try await importAccount("carol", from: archive, records: records, assets: assets, logger: logger) }
                 throws: { ($0 as? CloudError)?.code == .conflict }
         }
     }
@@ -96,7 +96,7 @@ import Testing
             ] {
                 let file = URL(fileURLWithPath: "\(folder)/\(name).tar")
                 try content.write(to: file)
-                await #expect { try await importAccount("dave", from: file, records: records, assets: assets, maxAssetSize: 1 << 30, logger: logger) }
+                await #expect { try await importAccount("dave", from: file, records: records, assets: assets, logger: logger) }
                     throws: { error in
                         guard let error = error as? CloudError else { return false }
                         return error.code == .badRequest && error.reason.contains(reason)
