@@ -25,10 +25,11 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
-        /// Domain: records, field values, zones, change pages, change tokens, errors. Foundation, Crypto and swift-log only.
+        /// Domain: records, field values, zones, change pages, change tokens, errors, archives. Foundation, Crypto, zlib and
+        /// swift-log only.
         .target(
             name: "CloudCore",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CZlib", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log")]
         ),
         /// The server's in-process runtime, never linked by devices: its clock, the change feed that wakes waiting
         /// requests, reads shared by concurrent requests, the database deadline and batched flushes.

@@ -73,6 +73,26 @@ public actor SyncEngine {
         self.configuration.publicZones = zones
     }
 
+    /// Starts the followed public zones that were never fetched from a signed snapshot (docs/SCALING.md, "Snapshots"),
+    /// with no network: each gets the snapshot's records and change token, so the first sync fetches only what changed
+    /// since. A zone this device already syncs is left as it is. Returns the records stored.
+    @discardableResult
+    public func bootstrap(from snapshot: PublicSnapshot) throws -> Int {
+        let endpoint = self.service.endpoint
+        guard snapshot.container == endpoint.container, snapshot.environment == endpoint.environment else {
+            throw SyncError(
+                code: ServerErrorCode.badRequest.rawValue,
+                reason: "the snapshot is of \(snapshot.container) (\(snapshot.environment)), not of \(endpoint.container) (\(endpoint.environment))",
+                status: 0)
+        }
+        var stored = 0
+        for zone in snapshot.zones where self.configuration.publicZones.contains(zone.zoneName) {
+            guard try self.store.token(scope: .public, zone: zone.zoneName) == nil else { continue }
+            stored += try self.store.applyPage(scope: .public, zone: zone.zoneName, records: zone.records, token: zone.syncToken, moreComing: false).changed
+        }
+        return stored
+    }
+
     /// The sync in progress: a second caller joins it instead of fetching the same pages again in parallel.
     var running: Task<SyncReport, any Error>?
 

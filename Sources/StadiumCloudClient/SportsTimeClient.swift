@@ -105,6 +105,16 @@ public final class StadiumCloudClient: Sendable {
         try self.store.forgetPerson()
     }
 
+    /// Loads the public data the app bundles (a snapshot `stadiumcloud snapshot make` wrote and signed, docs/SCALING.md
+    /// "Snapshots") before any network: canonical stadiums, teams and aliases, and the followed seasons' games it holds.
+    /// A file not signed by one of `trustedKeys`, or altered, is refused and nothing is stored. The next sync fetches
+    /// only what changed since the snapshot. Returns the records stored (0 when the device had synced already).
+    @discardableResult
+    public func bootstrap(fromSnapshot file: URL, trustedKeys: [P256.Signing.PublicKey]) async throws -> Int {
+        let snapshot = try PublicSnapshot(file: Array(try Data(contentsOf: file)), trustedKeys: trustedKeys)
+        return try await self.engine.bootstrap(from: snapshot)
+    }
+
     /// Downloads the signed-in person's whole account, records and photos' bytes, as one archive (docs/PRIVACY.md,
     /// "Export") to `destination`, written as it arrives, then checks every file against the archive's manifest. The
     /// file appears only once whole and checked; a download that fails leaves nothing, and is started again.

@@ -10,7 +10,7 @@ struct StadiumCloud: AsyncParsableCommand {
         commandName: "stadiumcloud",
         abstract: "A CloudKit Web Services-compatible sync server on PostgreSQL.", version: serverVersion,
         subcommands: [
-            Serve.self, Migrate.self, SchemaCommand.self, Import.self, Accounts.self, Tokens.self, Keys.self, Tombstones.self, Records.self, History.self,
+            Serve.self, Migrate.self, SchemaCommand.self, Import.self, Accounts.self, Tokens.self, Keys.self, Snapshot.self, Tombstones.self, Records.self, History.self,
         ])
 }
 
