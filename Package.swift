@@ -130,6 +130,7 @@ let package = Package(
                 "CloudPostgres",
                 "CloudRuntime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -161,6 +162,7 @@ let package = Package(
                 "CloudSync",
                 "StadiumCloudClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         /// The benchmark (bench/README.md): the running server against raw PostgreSQL on the same database.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CloudCore
 import CloudSync
+import Crypto
 import Foundation
 import StadiumCloudClient
 
@@ -17,7 +18,7 @@ struct ClientCommand: AsyncParsableCommand {
         abstract: "A SportsTime device: sign in, sync, add and list visits, upload and download photos.",
         discussion: "Everything is kept in a local SQLite store (--store); edits work offline and `sync` sends them.",
         subcommands: [
-            SignIn.self, SignOut.self, DeleteAccount.self, ExportAccount.self, Sync.self, Status.self, Stadiums.self, Nickname.self, Favorite.self, Visits.self, Photos.self, Seasons.self,
+            SignIn.self, SignOut.self, DeleteAccount.self, ExportAccount.self, Bootstrap.self, Sync.self, Status.self, Stadiums.self, Nickname.self, Favorite.self, Visits.self, Photos.self, Seasons.self,
             Games.self, Match.self, Achievements.self, Progress.self, Polls.self,
         ])
 }
@@ -145,6 +146,30 @@ struct ExportAccount: AsyncParsableCommand {
             let manifest = try await self.options.open().exportAccount(to: URL(fileURLWithPath: self.output))
             let bytes = manifest.files.reduce(Int64(0)) { $0 + $1.size }
             print("exported to \(self.output): \(manifest.files.count) file(s), \(bytes) bytes of content, every SHA-256 checked")
+        }
+    }
+}
+
+struct Bootstrap: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Load a signed snapshot of public data (stadiumcloud snapshot make) with no network; the next sync fetches only what changed since.")
+    @OptionGroup var options: StoreOptions
+    @Argument(help: "The snapshot file.") var snapshot: String
+    @Option(help: "A public key (PEM file) the snapshot may be signed with (repeatable).") var key: [String]
+
+    func run() async throws {
+        let keys = try self.key.map { path -> P256.Signing.PublicKey in
+            guard let pem = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read \(path)") }
+            return try P256.Signing.PublicKey(pemRepresentation: String(decoding: pem, as: UTF8.self))
+        }
+        try await reporting {
+            do {
+                let stored = try await self.options.open().bootstrap(fromSnapshot: URL(fileURLWithPath: self.snapshot), trustedKeys: keys)
+                print("bootstrapped: \(stored) record(s)")
+            } catch let error as ArchiveError {
+                FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+                throw ExitCode.failure
+            }
         }
     }
 }
