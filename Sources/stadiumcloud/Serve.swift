@@ -5,6 +5,7 @@ import CloudCore
 import CloudHTTP
 import CloudPostgres
 import CloudRuntime
+import Crypto
 import Foundation
 import Metrics
 import Prometheus
@@ -63,6 +64,11 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds between polls of a league with a game being played.")
     var feedLiveIntervalSeconds = Int(FeedConfiguration().liveInterval.components.seconds)
 
+    @Option(help: "The snapshot signing key (PEM, stadiumcloud snapshot keygen): signs the answers of the cacheable public reads (docs/SCALING.md).")
+    var snapshotKey: String?
+    @Option(help: "A snapshot file (stadiumcloud snapshot make) for GET /public/1/CONTAINER/ENVIRONMENT/snapshot.")
+    var snapshot: String?
+
     /// A bucket holds this many seconds of its rate, as the defaults do.
     private static let accountBurst = Self.defaults.rateLimits.perAccount.burst / Self.defaults.rateLimits.perAccount.perSecond
     private static let tokenBurst = Self.defaults.rateLimits.perAPIToken.burst / Self.defaults.rateLimits.perAPIToken.perSecond
@@ -112,6 +118,11 @@ struct Serve: AsyncParsableCommand {
         configuration.shutdownGrace = .seconds(self.shutdownGraceSeconds)
         configuration.connections.headTimeout = .seconds(self.headerTimeoutSeconds)
         configuration.connections.idleTimeout = .seconds(self.idleTimeoutSeconds)
+        if let path = self.snapshotKey {
+            guard let pem = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read \(path)") }
+            configuration.publicSnapshots.signingKey = try P256.Signing.PrivateKey(pemRepresentation: String(decoding: pem, as: UTF8.self))
+        }
+        configuration.publicSnapshots.file = self.snapshot
         let feeds = self.feeds ? self.feedConfiguration(containers: configuration.containers) : nil
         let clock = configuration.clock
         let containers = configuration.containers

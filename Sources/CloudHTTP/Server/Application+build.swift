@@ -51,6 +51,7 @@ public func buildRouter(configuration: ServerConfiguration, dependencies: Server
     router.add(middleware: CompressionMiddleware())
     router.add(middleware: CloudErrorMiddleware())
     OperationsController(dependencies: dependencies).addRoutes(to: router)
+    PublicCacheController(records: dependencies.records, configuration: configuration).addRoutes(to: router)
     let capabilities = AssetCapabilities(signer: dependencies.records.signer, history: dependencies.records.history, clock: configuration.clock)
     let credentials = dependencies.credentials
     let share: RateLimiter.Share = { try await credentials.takeFromSharedBuckets($0, logger: Logger(label: "stadiumcloud.ratelimit")) }

@@ -1,3 +1,4 @@
+import Crypto
 import CloudCore
 import CloudRuntime
 
@@ -48,6 +49,9 @@ public struct ServerConfiguration: Sendable {
     public var shutdownGrace: Duration = .seconds(30)
     /// The time the server goes by (URL and token lifetimes, change stamps, deadlines); tests move their own.
     public var clock = ServerClock.system
+    /// What the cacheable public reads sign their answers with, and the snapshot they send expired positions to
+    /// (docs/SCALING.md, "Caches in front").
+    public var publicSnapshots = PublicSnapshotConfiguration()
 
     public init() {}
 }
@@ -130,4 +134,16 @@ public struct ConnectionLimits: Sendable {
     public var idleTimeout: Duration = .seconds(75)
 
     public init() {}
+}
+
+/// The signing key of the cacheable public reads' answers (the one `stadiumcloud snapshot make` signs with, so the app
+/// trusts one key), and the snapshot file `GET /public/1/…/snapshot` serves. Both optional.
+public struct PublicSnapshotConfiguration: Sendable {
+    public var signingKey: P256.Signing.PrivateKey?
+    public var file: String?
+
+    public init(signingKey: P256.Signing.PrivateKey? = nil, file: String? = nil) {
+        self.signingKey = signingKey
+        self.file = file
+    }
 }
