@@ -60,6 +60,9 @@ ROUTES = (
         ("post", "/device/1/{container}/{environment}/tokens/create"),
         ("post", "/device/1/{container}/{environment}/tokens/register"),
         ("get", "/webcourier/aps"),
+        ("get", "/public/1/{container}/{environment}/versions"),
+        ("get", "/public/1/{container}/{environment}/changes/{zone}"),
+        ("get", "/public/1/{container}/{environment}/snapshot"),
     }
 )
 

@@ -11,7 +11,8 @@ restore-new-db (DROP/CREATE DATABASE and pg_restore of an earlier pg_dump), rest
 the same database) and failover (the primary crashed, a lagging replica promoted on its port while the server runs),
 each on a PostgreSQL and a server of its own; in resources.py, resources running out: disk-full (the asset folder on
 a 40 MB tmpfs), slow-clients (1,200 connections that never finish a request head; --max-connections) and waiters
-(long polls whose clients went away). Each prints its figures; any broken promise fails the run. --quick is the
+(long polls whose clients went away); in cache.py, 10,000 simulated devices polling the cacheable public reads
+through nginx's cache while the data changes (cache). Each prints its figures; any broken promise fails the run. --quick is the
 CI set: every scenario, with a 20-second load (and shorter loads in slow-clients). Standard library only.
 """
 import argparse
@@ -393,7 +394,9 @@ class Nginx:
         with open(os.path.join(self.dir, "stadiumcloud.conf"), "w") as out:
             out.write(config)
         log = open(os.path.join(ROOT, ".stadiumcloud", "faults", "nginx.log"), "a")
-        self.process = subprocess.Popen(["nginx", "-p", self.dir, "-c", "stadiumcloud.conf", "-g", "daemon off;"], stdout=log, stderr=log)
+        # Started as root, nginx's workers would run as nobody, who cannot enter this private folder (its cache is there).
+        directives = "daemon off;" + (" user root;" if os.geteuid() == 0 else "")
+        self.process = subprocess.Popen(["nginx", "-p", self.dir, "-c", "stadiumcloud.conf", "-g", directives], stdout=log, stderr=log)
         deadline = time.time() + 10
         while time.time() < deadline:
             try:
@@ -677,12 +680,13 @@ def main():
         api_token = server.cli("tokens", "create", "--label", "faults").strip()
         server.start()
         ctx = Context(server, postgres, api_token, quick=args.quick)
-        import history  # noqa: E402 - beside this file; they use its helpers (as the module `run`)
+        import cache  # noqa: E402 - beside this file; they use its helpers (as the module `run`)
+        import history  # noqa: E402
         import resources  # noqa: E402
         scenarios = {"crash-batch": crash_batch, "crash-upload": crash_upload,
                      **{f"db-outage-{n}s": (lambda c, n=n: db_outage(c, n)) for n in OUTAGES},
                      "cluster": cluster, "sigterm": sigterm, "load": lambda c: load(c, load_seconds),
-                     **history.SCENARIOS, **resources.SCENARIOS}
+                     **history.SCENARIOS, **resources.SCENARIOS, **cache.SCENARIOS}
         unknown = set(args.only or []) - set(scenarios)
         expect(not unknown, f"no scenario is called {', '.join(sorted(unknown))}; there are: {', '.join(scenarios)}")
         for name, scenario in scenarios.items():

@@ -22,6 +22,8 @@ import Testing
         "post changes/wait", "get subscriptions/list", "post subscriptions/list", "post subscriptions/lookup", "post subscriptions/modify",
         "post tokens/create", "post tokens/register", "post /device/1/{container}/{environment}/tokens/create",
         "post /device/1/{container}/{environment}/tokens/register", "get /webcourier/aps", "post users/delete", "post users/export",
+        "get /public/1/{container}/{environment}/versions", "get /public/1/{container}/{environment}/changes/{zone}",
+        "get /public/1/{container}/{environment}/snapshot",
     ]).union(unsupported.flatMap { ["get \($0)", "post \($0)"] })
 
     /// CloudKit endpoints this server does not offer: each answers BAD_REQUEST saying so.
