@@ -3,6 +3,7 @@ import CloudCore
 import CloudPostgres
 import CloudRuntime
 import Crypto
+import Hummingbird
 import Logging
 import NIOCore
 
@@ -17,6 +18,20 @@ public struct AccountExport: Sendable {
     public static func of(_ name: String, records: RecordStore, logger: Logger) async throws -> AccountExport? {
         guard let (account, databases) = try await records.exportPlan(accountName: name, logger: logger) else { return nil }
         return AccountExport(account: account, databases: databases)
+    }
+
+    /// The archive as an HTTP answer, streamed as it is read (`users/export`, the console's Export).
+    func response(records: RecordStore, assets: any AssetStore, logger: Logger) -> Response {
+        Response(
+            status: .ok,
+            headers: [
+                .contentType: "application/x-tar", .cacheControl: "no-store",
+                .contentDisposition: "attachment; filename=\"\(AccountArchive.fileName(for: self.account.name))\"",
+            ],
+            body: ResponseBody { writer in
+                try await self.write(records: records, assets: assets, logger: logger) { try await writer.write($0) }
+                try await writer.finish(nil)
+            })
     }
 
     /// Writes the archive to `write` and returns its manifest (also written, last). Each page of records is read in

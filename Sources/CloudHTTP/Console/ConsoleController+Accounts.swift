@@ -106,16 +106,7 @@ extension ConsoleController {
             return try await self.accounts(session, search: "", notice: ("No account is named \(ConsoleFormat.escape(name)).", true), logger)
         }
         logger.notice("an operator exported an account in the console", metadata: ["operator": "\(session.account.name)", "account": "\(name)"])
-        return Response(
-            status: .ok,
-            headers: [
-                .contentType: "application/x-tar", .cacheControl: "no-store",
-                .contentDisposition: "attachment; filename=\"\(AccountArchive.fileName(for: name))\"",
-            ],
-            body: ResponseBody { writer in
-                try await export.write(records: dependencies.records, assets: dependencies.assets, logger: logger) { try await writer.write($0) }
-                try await writer.finish(nil)
-            })
+        return export.response(records: dependencies.records, assets: dependencies.assets, logger: logger)
     }
 
     func credentials(_ session: ConsoleSession, notice: String?, _ logger: Logger) async throws -> Response {

@@ -90,16 +90,6 @@ extension DatabaseController {
         guard let export = try await AccountExport.of(account.name, records: self.records, logger: call.logger) else {
             throw CloudError.notFound("the account no longer exists")
         }
-        let (records, assets, logger) = (self.records, self.assets, call.logger)
-        return Response(
-            status: .ok,
-            headers: [
-                .contentType: "application/x-tar", .cacheControl: "no-store",
-                .contentDisposition: "attachment; filename=\"\(AccountArchive.fileName(for: account.name))\"",
-            ],
-            body: ResponseBody { writer in
-                try await export.write(records: records, assets: assets, logger: logger) { try await writer.write($0) }
-                try await writer.finish(nil)
-            })
+        return export.response(records: self.records, assets: self.assets, logger: call.logger)
     }
 }

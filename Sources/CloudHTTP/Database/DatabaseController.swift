@@ -180,17 +180,8 @@ struct DatabaseController: Sendable {
         return call
     }
 
-    /// The URL's container (one this server serves) and environment.
     func containerAndEnvironment(_ context: CloudRequestContext) throws -> (container: String, environment: String) {
-        let environment = try context.parameters.require("environment")
-        guard environment == "development" || environment == "production" else {
-            throw CloudError.badRequest("environment must be development or production, not \(environment)")
-        }
-        let container = try context.parameters.require("container")
-        guard self.configuration.containers.contains(container) else {
-            throw CloudError.notFound("container \(container) is not served here")
-        }
-        return (container, environment)
+        try servedContainerAndEnvironment(context, self.configuration)
     }
 
     /// The signed-in person writing the public database (nil: an operator, or the private database), after taking
@@ -239,4 +230,15 @@ struct DatabaseController: Sendable {
         }
         return writer
     }
+}
+
+/// The URL's container (one this server serves) and environment.
+func servedContainerAndEnvironment(_ context: CloudRequestContext, _ configuration: ServerConfiguration) throws -> (container: String, environment: String) {
+    let environment = try context.parameters.require("environment")
+    guard environment == "development" || environment == "production" else {
+        throw CloudError.badRequest("environment must be development or production, not \(environment)")
+    }
+    let container = try context.parameters.require("container")
+    guard configuration.containers.contains(container) else { throw CloudError.notFound("container \(container) is not served here") }
+    return (container, environment)
 }

@@ -62,7 +62,7 @@ struct PublicCacheController: Sendable {
             let history = query["history"].flatMap({ Int64(String($0)) })
         else { throw CloudError.badRequest("from, to and history are required: numbers from the versions document") }
         // Positions of another history (before a restore or failover) name other changes: start again from the snapshot.
-        guard self.records.history.isCurrent(history) else { return try self.expired() }
+        guard self.records.history.isCurrent(history) else { return try self.expired(context) }
         let logger = context.logger
         let range: (records: [RecordSnapshot], end: Int64)
         do {
@@ -70,7 +70,7 @@ struct PublicCacheController: Sendable {
                 try await self.records.changes(zoneName: zone, after: from, upTo: to, limit: Self.rangeLimit, in: database, logger: logger)
             }
         } catch let error as CloudError where error.code == .changeTokenExpired {
-            return try self.expired()
+            return try self.expired(context)
         }
         let hidden = try await self.hiddenTypes(context)
         var writer = WireWriter()
@@ -105,18 +105,14 @@ struct PublicCacheController: Sendable {
 
     /// A position the server can no longer answer from (purged tombstones, another history): to the snapshot when
     /// there is one, else CHANGE_TOKEN_EXPIRED (the device then fetches the zone whole with `changes/zone`).
-    func expired() throws -> Response {
+    func expired(_ context: CloudRequestContext) throws -> Response {
         guard self.configuration.publicSnapshots.file != nil else { throw CloudError.changeTokenExpired }
-        return Response(status: .seeOther, headers: [.location: "snapshot", .cacheControl: "public, max-age=60"])
+        let location = "/public/1/\(try context.parameters.require("container"))/\(try context.parameters.require("environment"))/snapshot"
+        return Response(status: .seeOther, headers: [.location: location, .cacheControl: "public, max-age=60"])
     }
 
     func database(_ context: CloudRequestContext) async throws -> DatabaseRef {
-        let environment = try context.parameters.require("environment")
-        guard environment == "development" || environment == "production" else {
-            throw CloudError.badRequest("environment must be development or production, not \(environment)")
-        }
-        let container = try context.parameters.require("container")
-        guard self.configuration.containers.contains(container) else { throw CloudError.notFound("container \(container) is not served here") }
+        let (container, environment) = try servedContainerAndEnvironment(context, self.configuration)
         return try await withDatabaseDeadline(self.configuration.databaseTimeout, clock: self.configuration.clock) {
             try await self.records.database(container: container, environment: environment, scope: .public, owner: nil, logger: context.logger)
         }
@@ -124,8 +120,7 @@ struct PublicCacheController: Sendable {
 
     /// Record types whose permissions say `read: authenticated`: never in an answer any cache may give anyone.
     func hiddenTypes(_ context: CloudRequestContext) async throws -> Set<String> {
-        let container = try context.parameters.require("container")
-        let environment = try context.parameters.require("environment")
+        let (container, environment) = try servedContainerAndEnvironment(context, self.configuration)
         let schema = try await self.records.deployedSchema(in: SchemaScope(container: container, environment: environment), logger: context.logger)
         return Set((schema?.recordTypes ?? [:]).filter { $0.value.permissions?.read == .authenticated }.keys)
     }

@@ -1,5 +1,6 @@
 import CloudCore
 @testable import CloudHTTP
+import CloudPostgres
 import Crypto
 import Foundation
 import HTTPTypes
@@ -65,6 +66,27 @@ import Testing
                 #expect(answer.status == status && answer.headers[.cacheControl] == nil, "\(path): \(answer.status) \(answer.json)")
             }
             #expect(try await Self.get(server, "/snapshot").status == 404)
+        }
+    }
+
+    /// A position before the purge horizon, or of another history, is sent to the snapshot the server serves.
+    @Test func anExpiredPositionIsSentToTheSnapshot() async throws {
+        let file = NSTemporaryDirectory() + "public-\(UUID().uuidString).snapshot"
+        try Data("STADIUMCLOUD-SNAPSHOT 1\nstand-in\n".utf8).write(to: URL(fileURLWithPath: file))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try await TestServer.run(configure: { $0.publicSnapshots.file = file }) { server in
+            #expect(try await server.modify([Op.create("gone", ["n": 1])], database: "public", signed: true).anyError == nil)
+            #expect(try await server.modify([Op.typed("forceDelete", "gone")], database: "public", signed: true).anyError == nil)
+            _ = try await server.dependencies.records.purgeTombstones(olderThanMs: Timestamp.now + 1_000, logger: TestDatabase.logger)
+            let versions = try await Self.get(server, "/versions").json
+            let zone = try #require(versions["zones"]?.arrayValue?.first { $0["zoneName"] == "_defaultZone" })
+            let (head, horizon, history) = (zone["head"]!.int64Value!, zone["horizon"]!.int64Value!, versions["history"]!.int64Value!)
+            #expect(horizon > 0)
+            let expired = try await Self.get(server, "/changes/_defaultZone?from=0&to=\(head)&history=\(history)")
+            #expect(expired.status == 303 && expired.headers[.location] == Self.base + "/snapshot")
+            #expect(try await Self.get(server, "/changes/_defaultZone?from=\(horizon)&to=\(head)&history=\(history)").status == 200)
+            let snapshot = try await Self.get(server, "/snapshot")
+            #expect(snapshot.status == 200 && snapshot.body == Array("STADIUMCLOUD-SNAPSHOT 1\nstand-in\n".utf8))
         }
     }
 }
