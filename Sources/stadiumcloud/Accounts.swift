@@ -17,6 +17,8 @@ struct Accounts: AsyncParsableCommand {
         @Flag(help: "Read a password from standard input, so the person can also sign in at /signin.") var passwordStdin = false
         @Flag(help: "An operator's account, for the web console at /console (needs --password-stdin); not a person's.")
         var `operator` = false
+        @Option(help: "scrypt cost (log2 N) of the password's hash, as serve's option; lower only for tests.")
+        var passwordHashCost = ServerConfiguration().auth.passwordHashLog2Rounds
 
         func validate() throws {
             if self.operator, !self.passwordStdin {
@@ -26,7 +28,9 @@ struct Accounts: AsyncParsableCommand {
 
         func run() async throws {
             let password = self.passwordStdin ? try readPassword() : nil
-            let (account, token) = try await Live(self.database).run { live, logger in
+            var configuration = ServerConfiguration()
+            configuration.auth.passwordHashLog2Rounds = self.passwordHashCost
+            let (account, token) = try await Live(self.database, configuration: configuration).run { live, logger in
                 let created = try await live.stores.credentials.createAccount(
                     name: self.name, password: password, idleMs: Int64(live.configuration.auth.keepSignedInSeconds) * 1000, logger: logger)
                 if self.operator { _ = try await live.stores.credentials.setOperator(accountName: self.name, true, logger: logger) }

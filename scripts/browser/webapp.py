@@ -24,8 +24,8 @@ server, allowed_page, other_page = sys.argv[1], sys.argv[2], sys.argv[3]
 api_token, password = os.environ["WEBAPP_API_TOKEN"], os.environ["WEBAPP_PASSWORD"]
 container = "iCloud.com.sportstime.app"
 started = time.monotonic()
-# A sign-in checks alice's scrypt hash at the cost `stadiumcloud accounts create` gave it (15): about 3-4 s in a
-# debug build on 2 cores, so the popup gets longer than the other waits.
+# A sign-in checks alice's scrypt hash (cost 10, scripts/browser/run): quick, but a busy machine can slow it, so the
+# popup gets longer than the other waits.
 SIGN_IN_SECONDS = 20
 
 
