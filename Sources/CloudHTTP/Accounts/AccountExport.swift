@@ -6,6 +6,7 @@ import Crypto
 import Hummingbird
 import Logging
 import NIOCore
+import Synchronization
 
 /// An account as one archive (`AccountArchive`, docs/PRIVACY.md "Export"), written as a stream: a page of records
 /// or a megabyte of an asset at a time, so memory stays flat whatever the account holds. What `users/export`, the
@@ -20,9 +21,14 @@ public struct AccountExport: Sendable {
         return AccountExport(account: account, databases: databases)
     }
 
-    /// The archive as an HTTP answer, streamed as it is read (`users/export`, the console's Export).
-    func response(records: RecordStore, assets: any AssetStore, logger: Logger) -> Response {
-        Response(
+    /// The archive as an HTTP answer, streamed as it is read (`users/export`, the console's Export). One at a time per
+    /// account in this process: each reads everything the account holds, so a second one while the first streams is
+    /// THROTTLED.
+    func response(records: RecordStore, assets: any AssetStore, logger: Logger) throws -> Response {
+        guard let slot = StreamingExport(self.account.id) else {
+            throw CloudError(.throttled, "an export of this account is being downloaded already; try again once it is done", retryAfter: 60)
+        }
+        return Response(
             status: .ok,
             headers: [
                 .contentType: "application/x-tar", .cacheControl: "no-store",
@@ -31,6 +37,7 @@ public struct AccountExport: Sendable {
             body: ResponseBody { writer in
                 try await self.write(records: records, assets: assets, logger: logger) { try await writer.write($0) }
                 try await writer.finish(nil)
+                _ = slot  // held until the answer is gone, written or not
             })
     }
 
@@ -155,4 +162,17 @@ private final class TarStream {
         self.written += Int64(buffer.readableBytes)
         try await self.write(buffer)
     }
+}
+
+/// An account's export being streamed by this process; the account is free again once the answer holding it is gone.
+private final class StreamingExport: Sendable {
+    private static let accounts = Mutex<Set<Int64>>([])
+    let accountID: Int64
+
+    init?(_ accountID: Int64) {
+        guard Self.accounts.withLock({ $0.insert(accountID).inserted }) else { return nil }
+        self.accountID = accountID
+    }
+
+    deinit { _ = Self.accounts.withLock { $0.remove(self.accountID) } }
 }

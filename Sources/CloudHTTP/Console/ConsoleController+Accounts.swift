@@ -106,7 +106,7 @@ extension ConsoleController {
             return try await self.accounts(session, search: "", notice: ("No account is named \(ConsoleFormat.escape(name)).", true), logger)
         }
         logger.notice("an operator exported an account in the console", metadata: ["operator": "\(session.account.name)", "account": "\(name)"])
-        return export.response(records: dependencies.records, assets: dependencies.assets, logger: logger)
+        return try export.response(records: dependencies.records, assets: dependencies.assets, logger: logger)
     }
 
     func credentials(_ session: ConsoleSession, notice: String?, _ logger: Logger) async throws -> Response {

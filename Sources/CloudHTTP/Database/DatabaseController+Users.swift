@@ -90,6 +90,6 @@ extension DatabaseController {
         guard let export = try await AccountExport.of(account.name, records: self.records, logger: call.logger) else {
             throw CloudError.notFound("the account no longer exists")
         }
-        return export.response(records: self.records, assets: self.assets, logger: call.logger)
+        return try export.response(records: self.records, assets: self.assets, logger: call.logger)
     }
 }

@@ -4,6 +4,7 @@ import Crypto
 @testable import CloudHTTP
 @testable import CloudPostgres
 import Foundation
+import Hummingbird
 import NIOCore
 import PostgresNIO
 import SportsDomain
@@ -104,6 +105,22 @@ import Testing
             }
             #expect(try await Self.contents(of: dave.account, records, assets).isEmpty)
             #expect(try await AccountExport.of("nobody", records: records, logger: logger) == nil)
+        }
+    }
+
+    /// One export at a time per account: a second one while the first is being answered is THROTTLED; the account is
+    /// free again once the first answer is gone.
+    @Test func oneExportAtATimePerAccount() async throws {
+        try await TestServer.run { server in
+            let (records, assets, logger) = (server.dependencies.records, server.dependencies.assets, TestDatabase.logger)
+            let export = try #require(try await AccountExport.of("alice", records: records, logger: logger))
+            var first: Response? = try export.response(records: records, assets: assets, logger: logger)
+            #expect { try export.response(records: records, assets: assets, logger: logger) } throws: { ($0 as? CloudError)?.code == .throttled }
+            let other = try #require(try await AccountExport.of("bob", records: records, logger: logger))
+            _ = try other.response(records: records, assets: assets, logger: logger)
+            #expect(first != nil)
+            first = nil
+            _ = try export.response(records: records, assets: assets, logger: logger)
         }
     }
 
