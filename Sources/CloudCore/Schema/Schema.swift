@@ -122,6 +122,12 @@ public struct Schema: Sendable, Hashable, Codable {
 
     public init(recordTypes: [String: RecordTypeSchema]) { self.recordTypes = recordTypes }
 
+    /// The record types whose permissions say `read: authenticated`: never shown to someone not signed in, nor in
+    /// anything every device may get (a snapshot, a cached answer).
+    public var readableOnlySignedIn: Set<String> {
+        Set(self.recordTypes.filter { $0.value.permissions?.read == .authenticated }.keys)
+    }
+
     /// Parses and checks a schema document (`Resources/schema.json`).
     public static func parse(_ bytes: some Collection<UInt8>) throws -> Schema {
         let schema: Schema

@@ -203,7 +203,7 @@ struct DatabaseController: Sendable {
             let schema = try await self.records.deployedSchema(
                 in: SchemaScope(container: call.container, environment: call.environment), logger: call.logger)
         else { return [] }
-        return Set(schema.recordTypes.filter { $0.value.permissions?.read == .authenticated }.keys)
+        return schema.readableOnlySignedIn
     }
 
     /// Reads the zone of a request; a zone owned by someone else is indistinguishable from a missing one.

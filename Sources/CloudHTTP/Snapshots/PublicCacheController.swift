@@ -122,7 +122,7 @@ struct PublicCacheController: Sendable {
     func hiddenTypes(_ context: CloudRequestContext) async throws -> Set<String> {
         let (container, environment) = try servedContainerAndEnvironment(context, self.configuration)
         let schema = try await self.records.deployedSchema(in: SchemaScope(container: container, environment: environment), logger: context.logger)
-        return Set((schema?.recordTypes ?? [:]).filter { $0.value.permissions?.read == .authenticated }.keys)
+        return schema?.readableOnlySignedIn ?? []
     }
 
     func answer(_ body: [UInt8], cacheControl: String) throws -> Response {

@@ -18,7 +18,7 @@ public func makePublicSnapshot(
         zones = try await records.listZones(in: database, logger: logger).map(\.zoneName).filter { !UnlistedZone.contains($0) }
     }
     let schema = try await records.deployedSchema(in: SchemaScope(container: container, environment: environment), logger: logger)
-    let hidden = Set((schema?.recordTypes ?? [:]).filter { $0.value.permissions?.read == .authenticated }.keys)
+    let hidden = schema?.readableOnlySignedIn ?? []
     var read: [(zone: String, token: String, records: [RecordSnapshot])] = []
     for zone in zones {
         // Page by page as a device would; a record deleted while the pages are read goes again.
