@@ -161,12 +161,18 @@ public struct CloudKitWebService: Sendable {
     public func call(
         _ scope: DatabaseScope, _ operation: String, body: Data, idempotencyKey: String? = nil, asPerson: Bool = false
     ) async throws -> JSONValue {
+        var request = try self.request(scope, operation, body: body, asPerson: asPerson)
+        if let idempotencyKey { request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key") }
+        return try await self.exchange(request, retrying: true)
+    }
+
+    /// The POST of a database operation with its JSON body.
+    func request(_ scope: DatabaseScope, _ operation: String, body: Data, asPerson: Bool = false) throws -> URLRequest {
         var request = URLRequest(url: try self.url(scope: scope, operation: operation, asPerson: asPerson))
         request.httpMethod = "POST"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        if let idempotencyKey { request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key") }
         request.httpBody = body
-        return try await self.exchange(request, retrying: true)
+        return request
     }
 
     func url(scope: DatabaseScope, operation: String, asPerson: Bool = false) throws -> URL {
@@ -214,11 +220,8 @@ public struct CloudKitWebService: Sendable {
     /// A database operation whose answer is a file (`users/export`): written to `destination` as it arrives, never
     /// held in memory. Not retried: a caller that loses it starts over.
     public func download(_ scope: DatabaseScope, _ operation: String, _ body: JSONValue, to destination: URL) async throws {
-        var request = URLRequest(url: try self.url(scope: scope, operation: operation))
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        var request = try self.request(scope, operation, body: Data(JSONWriter.encode(body).utf8))
         request.setValue(self.deviceID, forHTTPHeaderField: "X-StadiumCloud-Device-ID")
-        request.httpBody = Data(JSONWriter.encode(body).utf8)
         let response: HTTPURLResponse
         do { response = try await self.transport.download(request, to: destination) } catch {
             throw SyncError(
@@ -231,6 +234,11 @@ public struct CloudKitWebService: Sendable {
             if error.code == ServerErrorCode.authenticationRequired.rawValue { self.forgetRefusedSession(of: request) }
             throw error
         }
+        try self.keepRotatedToken(of: response)
+    }
+
+    /// Saves the web auth token a successful answer rotated to.
+    func keepRotatedToken(of response: HTTPURLResponse) throws {
         if let rotated = response.value(forHTTPHeaderField: "X-Apple-CloudKit-Web-Auth-Token"), !rotated.isEmpty {
             try self.tokens.setWebAuthToken(rotated)
         }
@@ -246,9 +254,7 @@ public struct CloudKitWebService: Sendable {
             do {
                 let (data, response) = try await self.transport.send(request)
                 if (200..<300).contains(response.statusCode) {
-                    if let rotated = response.value(forHTTPHeaderField: "X-Apple-CloudKit-Web-Auth-Token"), !rotated.isEmpty {
-                        try self.tokens.setWebAuthToken(rotated)
-                    }
+                    try self.keepRotatedToken(of: response)
                     return (data, response)
                 }
                 let error = SyncError.from(status: response.statusCode, body: data, headers: response)
