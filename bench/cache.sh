@@ -6,11 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/postgres.sh
+source scripts/lib/bench-server.sh
 ensure_packages
-if [ -n "${BENCH_BIN:-}" ]; then
-    bin="$BENCH_BIN"
-else
-    swift build -c release --product stadiumcloud >&2
-    bin="$(swift build -c release --show-bin-path)/stadiumcloud"
-fi
+bin="$(bench_binary)"
 python3 scripts/faults/run.py --binary "$bin" --only cache

@@ -10,12 +10,7 @@ cd "$(dirname "$0")/.."
 source scripts/lib/postgres.sh
 source scripts/lib/bench-server.sh
 ensure_packages
-if [ -n "${BENCH_BIN:-}" ]; then
-    bin="$BENCH_BIN"
-else
-    swift build -c release --product stadiumcloud >&2
-    bin="$(swift build -c release --show-bin-path)/stadiumcloud"
-fi
+bin="$(bench_binary)"
 size_mb="${BENCH_EXPORT_MB:-1024}"
 asset_mb=64
 count=$(( (size_mb + asset_mb - 1) / asset_mb ))

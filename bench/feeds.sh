@@ -12,12 +12,7 @@ cd "$(dirname "$0")/.."
 source scripts/lib/postgres.sh
 source scripts/lib/bench-server.sh
 ensure_packages
-if [ -n "${BENCH_BIN:-}" ]; then
-    bin="$BENCH_BIN"
-else
-    swift build -c release --product stadiumcloud
-    bin="$(swift build -c release --show-bin-path)/stadiumcloud"
-fi
+bin="$(bench_binary)"
 container=iCloud.com.sportstime.bench
 clients="${BENCH_CLIENTS:-6}"
 

@@ -45,3 +45,13 @@ ensure_wrk() {
     $sudo apt-get update -qq >&2
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq wrk >&2
 }
+
+# The stadiumcloud binary a benchmark runs: BENCH_BIN when set, else the release build, built now.
+bench_binary() {
+    if [ -n "${BENCH_BIN:-}" ]; then
+        echo "$BENCH_BIN"
+        return
+    fi
+    swift build -c release --product stadiumcloud >&2
+    echo "$(swift build -c release --show-bin-path)/stadiumcloud"
+}
