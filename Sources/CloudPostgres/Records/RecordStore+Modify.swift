@@ -1,4 +1,5 @@
 import CloudCore
+import CloudRuntime
 import Foundation
 import Logging
 import PostgresNIO
@@ -25,24 +26,57 @@ extension RecordStore {
             operations: operations, zoneName: zoneName, atomic: zoneName != defaultZoneName && (requestedAtomic ?? true), database: database,
             stamp: stamp, idempotency: idempotency, check: check, person: person)
         do {
-            var written: ModifyResult?
-            do {
-                written = try await self.client.reading { try await self.writeOptimistically(batch, on: $0, logger: logger) }
-            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
-                // The key's answer was stored meanwhile by a write that changed no record: the lock finds it. (Under
-                // the lock no other writer can store it: each holds the database's row while it does.)
-                self.retriedUnderLock.add(1, ordering: .relaxed)
-            }
-            let result =
-                if let written { written } else {
-                    try await self.client.transaction(logger: logger) { try await self.writeUnderLock(batch, on: $0, logger: logger) }
-                }
+            let result = try await self.groupCommit.write(
+                batch, key: database.id, alone: { try await self.writeAlone($0, logger: logger) },
+                together: { try await self.writeTogether($0, logger: logger) })
             if result.outcomes.contains(where: { !$0.isFailure }) { self.changes.committed([database.id]) }
             return result
         } catch let failure as AtomicBatchFailed {
             // Rolled back, so nothing is stored: a retry runs again (and, names still taken, fails the same way).
             let result = ModifyResult(outcomes: failure.outcomes, atomicFailed: true)
             return ModifyResult(outcomes: failure.outcomes, atomicFailed: true, answer: try idempotency?.answer(result))
+        }
+    }
+
+    /// A batch written on its own: optimistically, or under the lock when another write came between.
+    func writeAlone(_ batch: WriteBatch, logger: Logger) async throws -> ModifyResult {
+        do {
+            if let written = try await self.client.reading({ try await self.writeOptimistically(batch, on: $0, logger: logger) }) {
+                return written
+            }
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+            // The key's answer was stored meanwhile by a write that changed no record: the lock finds it. (Under
+            // the lock no other writer can store it: each holds the database's row while it does.)
+            self.retriedUnderLock.add(1, ordering: .relaxed)
+        }
+        return try await self.client.transaction(logger: logger) { try await self.writeUnderLock(batch, on: $0, logger: logger) }
+    }
+
+    /// Batches of one database that arrived while another of its writes ran (`GroupCommit`), written one after the
+    /// other in one transaction under the lock, so one commit serves them all. A batch refused before it writes
+    /// (its zone is gone, its key was used for another request) fails alone; any other error fails the transaction,
+    /// and each batch is then written alone.
+    func writeTogether(_ batches: [WriteBatch], logger: Logger) async throws -> [Result<ModifyResult, any Error>] {
+        try await self.client.transaction(logger: logger) { connection in
+            _ = try await Self.lockChangeSequence(of: batches[0].database, on: connection, logger: logger)
+            var results: [Result<ModifyResult, any Error>] = []
+            for batch in batches {
+                let stored: StoredAnswer?
+                let basis: WriteBasis
+                do { (stored, basis) = try await self.read(for: batch, on: connection, logger: logger) } catch let refusal as CloudError {
+                    results.append(.failure(refusal))
+                    continue
+                }
+                if let stored {
+                    results.append(.success(ModifyResult(outcomes: [], atomicFailed: false, answer: stored)))
+                } else if let written = try await self.write(batch, on: basis, holdingLock: true, connection, logger: logger) {
+                    results.append(.success(written))
+                } else {
+                    throw CloudError(.internalError, "a write under the database lock asked for the lock")
+                }
+            }
+            self.writtenTogether.add(batches.count, ordering: .relaxed)
+            return results
         }
     }
 
@@ -104,13 +138,18 @@ extension RecordStore {
     /// reused for another request is BAD_REQUEST), or the counter, zone, schema and the batch's records, creates
     /// included (without the lock the plan itself must find a name that is taken).
     func read(for batch: WriteBatch, on connection: PostgresConnection, logger: Logger) async throws -> (StoredAnswer?, WriteBasis) {
-        let read = ReadForWrite(
-            databaseID: batch.database.id, zoneName: batch.zoneName, key: batch.idempotency?.key,
-            recordNames: batch.operations.filter { $0.refusal == nil }.map(\.recordName))
+        let names = batch.operations.filter { $0.refusal == nil }.map(\.recordName)
+        let (database, zone, key) = (batch.database.id, batch.zoneName, batch.idempotency?.key)
+        let rows =
+            if names.count == 1 {
+                try await connection.execute(ReadOneForWrite(databaseID: database, zoneName: zone, key: key, recordName: names[0]), logger: logger)
+            } else {
+                try await connection.execute(ReadForWrite(databaseID: database, zoneName: zone, key: key, recordNames: names), logger: logger)
+            }
         var start: BeginWrite.Row?
         var stored: StoredAnswer?
         var existing: [String: Record] = [:]
-        for try await row in try await connection.execute(read, logger: logger) {
+        for try await row in rows {
             start = row.start
             if let answer = try Self.storedAnswer(row.found.answer, to: batch.idempotency) { stored = answer }
             if let columns = row.found.record {

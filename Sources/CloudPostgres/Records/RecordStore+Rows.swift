@@ -20,6 +20,18 @@ extension RecordStore {
                 separator: ", ")
     }
 
+    /// The records of zone `zone` named in the text array `names` (SQL expressions), each found by its primary key:
+    /// `FROM \(recordsNamed(…)) r`. With `zone_id = … AND record_name = ANY(…)` the planner reads the whole zone and
+    /// filters when it has no statistics of the table yet (a new database, a fresh load): one lookup read 1,600 rows
+    /// to find one. Not for a prepared statement: its estimate depends on the number of names, so PostgreSQL would
+    /// plan it at every execution instead of keeping a generic plan.
+    static func recordsNamed(_ names: String, inZone zone: String) -> String {
+        """
+        (SELECT found.* FROM unnest(\(names)::text[]) AS n(name)
+            CROSS JOIN LATERAL (SELECT * FROM records WHERE zone_id = \(zone) AND record_name = n.name LIMIT 1) found)
+        """
+    }
+
     typealias RecordColumns = (String, String, Int64, Bool, String, Int64, String, String, Int64, String, String)
 
     static func snapshot(_ c: RecordColumns) -> RecordSnapshot {
@@ -41,7 +53,7 @@ extension RecordStore {
     static func loadRecords(_ names: [String], zoneID: Int64, on connection: PostgresConnection, logger: Logger) async throws -> [String: Record] {
         var builder = SQLBuilder()
         let columns = Self.recordColumns(&builder, desiredKeys: nil)
-        builder.append("SELECT \(columns) FROM records r WHERE r.zone_id = \(builder.bind(zoneID)) AND r.record_name = ANY(\(builder.bind(names)))")
+        builder.append("SELECT \(columns) FROM \(Self.recordsNamed(builder.bind(names), inZone: builder.bind(zoneID))) r")
         var records: [String: Record] = [:]
         for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {
             let record = try Self.record(from: Self.snapshot(columns))

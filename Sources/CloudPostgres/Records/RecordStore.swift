@@ -31,6 +31,11 @@ public final class RecordStore: Sendable {
     /// Optimistic writes that another write overtook and that were written again under the lock (RecordStore+Modify).
     public var writesRetriedUnderLock: Int { self.retriedUnderLock.load(ordering: .relaxed) }
     let retriedUnderLock = Atomic<Int>(0)
+    /// Concurrent writes of one database share a transaction and its commit (RecordStore+Modify).
+    let groupCommit = GroupCommit<Int64, WriteBatch, ModifyResult>()
+    /// Writes that shared a transaction with others of their database.
+    public var writesWrittenTogether: Int { self.writtenTogether.load(ordering: .relaxed) }
+    let writtenTogether = Atomic<Int>(0)
 
     struct DatabaseKey: Hashable {
         var container: String
@@ -134,7 +139,7 @@ public final class RecordStore: Sendable {
                 let columns = Self.recordColumns(&builder, desiredKeys: keys)
                 let names = indices.map { wanted[$0].name }
                 builder.append(
-                    "SELECT \(columns) FROM records r WHERE r.zone_id = \(builder.bind(zoneID)) AND NOT r.deleted AND r.record_name = ANY(\(builder.bind(names)))"
+                    "SELECT \(columns) FROM \(Self.recordsNamed(builder.bind(names), inZone: builder.bind(zoneID))) r WHERE NOT r.deleted"
                 )
                 var found: [String: RecordSnapshot] = [:]
                 for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {

@@ -38,7 +38,11 @@ struct BeginWrite: PostgresPreparedStatement {
 /// a single row when none is (no row: no database).
 struct ReadForWrite: PostgresPreparedStatement {
     static var name: String { "ReadForWrite" }
-    static let sql = """
+    static let sql = Self.statement(names: "r.record_name = ANY($4::text[])")
+
+    /// The statement, with the condition on the records' names.
+    static func statement(names: String) -> String {
+        """
         SELECT d.change_seq, z.id,
             (SELECT max(version) FROM schema_versions v WHERE v.container = d.container AND v.environment = d.environment),
             d.container, d.environment,
@@ -47,9 +51,10 @@ struct ReadForWrite: PostgresPreparedStatement {
         FROM databases d
         LEFT JOIN zones z ON z.database_id = d.id AND z.zone_name = $2 AND NOT z.deleted
         LEFT JOIN idempotent_writes a ON a.database_id = d.id AND a.key = $3
-        LEFT JOIN records r ON r.zone_id = z.id AND r.record_name = ANY($4::text[])
+        LEFT JOIN records r ON r.zone_id = z.id AND \(names)
         WHERE d.id = $1
         """
+    }
     typealias Row = (start: BeginWrite.Row, found: Found)
     typealias Found = (answer: (requestHash: Data, status: Int, body: Data)?, record: RecordStore.RecordColumns?)
 
@@ -67,7 +72,9 @@ struct ReadForWrite: PostgresPreparedStatement {
         return bindings
     }
 
-    func decodeRow(_ row: PostgresRow) throws -> Row {
+    func decodeRow(_ row: PostgresRow) throws -> Row { try Self.decode(row) }
+
+    static func decode(_ row: PostgresRow) throws -> Row {
         let (
             head, zoneID, schemaVersion, container, environment, hash, status, answer, name, type, seq, deleted, fields, createdMs, createdBy,
             createdDevice, modifiedMs, modifiedBy, modifiedDevice
@@ -87,6 +94,31 @@ struct ReadForWrite: PostgresPreparedStatement {
             start, (answerColumns, (name, type, seq, deleted, fields, createdMs, createdBy, createdDevice, modifiedMs, modifiedBy, modifiedDevice))
         )
     }
+}
+
+/// `ReadForWrite` of a batch of one record (most saves). PostgreSQL keeps one generic plan of a prepared statement, made
+/// without the parameters' values: for `record_name = ANY($4)` it cannot know how many names come, and while the
+/// table has no statistics yet (a new database) it reads the whole zone and filters; an equality on both columns of
+/// the primary key always finds the one row by it.
+struct ReadOneForWrite: PostgresPreparedStatement {
+    static var name: String { "ReadOneForWrite" }
+    static let sql = ReadForWrite.statement(names: "r.record_name = $4")
+
+    var databaseID: Int64
+    var zoneName: String
+    var key: String?
+    var recordName: String
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 4)
+        bindings.append(self.databaseID)
+        bindings.append(self.zoneName)
+        bindings.append(self.key)
+        bindings.append(self.recordName)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> ReadForWrite.Row { try ReadForWrite.decode(row) }
 }
 
 /// Stores a batch's new record versions in one statement, the procedure `store_record_writes` (migration 0012): creates

@@ -8,8 +8,17 @@ import Synchronization
 import Testing
 
 /// The change-token guarantee under concurrent writers: every puller that pages from any token while others write
-/// ends with exactly the server's final state. Bounded: 4 writers × 60 batches × 10 operations.
+/// ends with exactly the server's final state. Bounded: 12 writers × 100 batches × 10 operations, through two stores
+/// (two server processes): within each, concurrent writes share transactions (`GroupCommit`); between them, the
+/// database lock orders the groups.
 @Suite struct ConcurrencyTests {
+    static let (writers, batches) = (12, 100)
+
+    /// Another server process's store on the same database: its own write groups, its own optimistic writes.
+    static func secondStore(beside store: RecordStore) -> RecordStore {
+        RecordStore(client: store.client, signer: store.signer, limits: store.limits, clock: store.clock, justInTimeSchema: store.justInTimeSchema)
+    }
+
     static let names = (0..<150).map { "r\($0)" }
 
     /// A client's local copy: record name → change tag, built only from what deltas delivered.
@@ -31,6 +40,8 @@ import Testing
             let logger = TestDatabase.logger
             let database = try await Self.privateDatabase(of: "concurrent", in: dependencies)
             let writersDone = ManagedAtomicFlag()
+            let stores = [store, Self.secondStore(beside: store)]
+            let together = stores.map(\.writesWrittenTogether)
 
             /// Pages from the replica's token until moreComing is false.
             @Sendable func drain(_ replica: inout Replica, limit: Int) async throws {
@@ -56,10 +67,10 @@ import Testing
                 return try await group.reduce(into: [Replica]()) { $0.append($1) }
             }
             try await withThrowingTaskGroup(of: Void.self) { group in
-                for writer in 0..<4 {
+                for writer in 0..<Self.writers {
                     group.addTask {
                         var generator = SystemRandomNumberGenerator()
-                        for batch in 0..<60 {
+                        for batch in 0..<Self.batches {
                             let operations = Self.names.shuffled(using: &generator).prefix(10).map { name in
                                 Int.random(in: 0..<5, using: &generator) == 0
                                     ? RecordOperation(type: .forceDelete, recordName: name)
@@ -69,7 +80,7 @@ import Testing
                             }
                             let stamp = ChangeStamp(
                                 timestamp: Int64(Date().timeIntervalSince1970 * 1000), userRecordName: "_w", deviceID: "w\(writer)")
-                            _ = try await store.modify(
+                            _ = try await stores[writer % 2].modify(
                                 Array(operations), zoneName: defaultZoneName, atomic: nil, in: database, stamp: stamp, logger: logger)
                         }
                     }
@@ -84,6 +95,8 @@ import Testing
             #expect(replicas.count == 3)
             #expect(!final.records.isEmpty)
             for replica in replicas { #expect(replica.records == final.records) }
+            // Both processes wrote groups, so the pullers paged through group commits of both.
+            for (store, before) in zip(stores, together) { #expect(store.writesWrittenTogether > before) }
         }
     }
 }
@@ -91,7 +104,8 @@ import Testing
 extension ConcurrencyTests {
     /// Writers that race on one record lose nothing: each `forceUpdate` keeps the fields others wrote (its base must be
     /// the latest version, never one a concurrent writer has since replaced), and `update`s with change tags count
-    /// exactly. Racing writes are what sends an optimistic write back under the lock; the test sees that it did.
+    /// exactly. The writers go through two stores (two processes): in one, they share write groups; between the two,
+    /// an optimistic write overtaken by the other's is written again under the lock. The test sees both happen.
     @Test func racingWritersOfOneRecordLoseNothing() async throws {
         try await withTestStore { dependencies in
             let store = dependencies.records
@@ -104,17 +118,19 @@ extension ConcurrencyTests {
                 let found = try await store.lookup([(name, nil)], zoneName: defaultZoneName, in: database, logger: logger)
                 return try RecordStore.record(from: try #require(found.first ?? nil))
             }
-            let (writers, rounds) = (4, 25)
-            let before = store.writesRetriedUnderLock
+            let (writers, rounds) = (16, 15)  // 240 fields: a record holds at most 256
+            let stores = [store, Self.secondStore(beside: store)]
+            let retried = stores.map(\.writesRetriedUnderLock)
+            let together = stores.map(\.writesWrittenTogether)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for writer in 0..<writers {
                     group.addTask {
                         for round in 0..<rounds {
                             let operation = RecordOperation(
                                 type: .forceUpdate, recordName: "shared", recordType: "Note", fields: ["f\(writer)_\(round)": ["value": .int(1)]])
-                            let result = try await store.modify(
+                            let result = try await stores[writer % 2].modify(
                                 [operation], zoneName: defaultZoneName, atomic: nil, in: database, stamp: stamp(writer), logger: logger)
-                            #expect(result.outcomes.allSatisfy { !$0.isFailure })
+                            #expect(result.outcomes.allSatisfy { !$0.isFailure }, "\(result.outcomes)")
                         }
                     }
                 }
@@ -137,7 +153,7 @@ extension ConcurrencyTests {
                             let operation = RecordOperation(
                                 type: .update, recordName: "counter", recordType: "Note", changeTag: current.changeTag,
                                 fields: ["n": ["value": .int(n + 1)]])
-                            let result = try await store.modify(
+                            let result = try await stores[writer % 2].modify(
                                 [operation], zoneName: defaultZoneName, atomic: nil, in: database, stamp: stamp(writer), logger: logger)
                             switch result.outcomes[0] {
                             case .saved(let record):
@@ -155,7 +171,8 @@ extension ConcurrencyTests {
             }
             let counter = try await read("counter")
             #expect(counter.fields["n"]?.value == .int(Int64(writers * 10)))
-            #expect(store.writesRetriedUnderLock > before)
+            #expect(zip(stores, retried).contains { $0.writesRetriedUnderLock > $1 })
+            for (store, before) in zip(stores, together) { #expect(store.writesWrittenTogether > before) }
         }
     }
 }

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Writes at the hardware's pace: wrk for BENCH_SECONDS (default 10) a row, at 32 connections and at 1, against a
+# durable PostgreSQL (PG_DURABLE=1), each row with what it cost the server and PostgreSQL in CPU per request (from
+# /proc, PostgreSQL's postmaster and every backend), beside pgbench's raw single-row upserts with their own commits
+# in the same run: single-record saves to one account (a new record each), forceUpdate and forceReplace of one
+# record, saves over 32 accounts, and votes of 1,000 accounts on one public trip poll. BENCH_ROUNDS (default 1)
+# repeats the rows.
+set -euo pipefail
+export PG_DURABLE="${PG_DURABLE:-1}"
+cd "$(dirname "$0")/.."
+source scripts/lib/postgres.sh
+source scripts/lib/bench-server.sh
+ensure_packages
+ensure_wrk
+bin="$(bench_binary)"
+bench_start_server "$bin" --container iCloud.com.sportstime.app
+seconds="${BENCH_SECONDS:-10}"
+"$bin" schema apply Resources/schema.json >/dev/null
+"$bin" schema deploy >/dev/null
+app="/database/1/iCloud.com.sportstime.app/development"
+tick_us=$((1000000 / $(getconf CLK_TCK)))
+
+# CPU in clock ticks of these processes and of their children that ended (/proc/PID/stat fields 14-17).
+cpu_ticks() { for pid in "$@"; do awk '{print $14 + $15 + $16 + $17}' "/proc/$pid/stat" 2>/dev/null || true; done | awk '{s += $1} END {print s + 0}'; }
+pg_ticks() {
+    local postmaster
+    postmaster="$(head -1 "$bench_work/pg/postmaster.pid")"
+    # shellcheck disable=SC2046
+    cpu_ticks "$postmaster" $(pgrep -P "$postmaster")
+}
+# row NAME CONNECTIONS COMMAND...: runs COMMAND (wrk or pgbench), prints req/s, p50, CPU µs per request.
+row() {
+    local name="$1" connections="$2"
+    shift 2
+    local server0 pg0 out server1 pg1 requests rate p50 errors
+    server0="$(cpu_ticks "$bench_server_pid")"
+    pg0="$(pg_ticks)"
+    out="$("$@" 2>&1)"
+    server1="$(cpu_ticks "$bench_server_pid")"
+    pg1="$(pg_ticks)"
+    if [ "$1" = pgbench ]; then
+        requests="$(echo "$out" | awk '/actually processed/ {print $NF}' | cut -d/ -f1)"
+        rate="$(echo "$out" | awk '/^tps/ {printf "%.0f", $3}')"
+        p50="$(echo "$out" | awk '/latency average/ {print $4 "ms"}')"
+        errors=0
+        server1="$server0"
+    else
+        requests="$(echo "$out" | awk '/requests in/ {print $1}')"
+        rate="$(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')"
+        p50="$(echo "$out" | awk '$1 == "50%" {print $2}')"
+        errors="$(echo "$out" | awk '/Non-2xx/ {print $NF}' | grep . || echo 0)"
+    fi
+    printf "%-46s c%-3s %7s req/s  p50 %9s  server %6s µs/req  PostgreSQL %6s µs/req  non-2xx %s\n" "$name" "$connections" "$rate" "$p50" \
+        "$(((server1 - server0) * tick_us / requests))" "$(((pg1 - pg0) * tick_us / requests))" "$errors"
+}
+wrk_row() { row "$1" "$2" wrk -t "$(($2 > 1 ? 2 : 1))" -c "$2" -d "${seconds}s" --latency -s "$3" "$4"; }
+
+# Accounts: 1,000 voters (the first 32 also save to their own databases), made 4 at a time.
+mkdir "$bench_work/accounts"
+seq 1 1000 | xargs -P 4 -I{} sh -c "'$bin' accounts create voter{} --password-hash-cost 10 >'$bench_work/accounts/{}' 2>&1"
+token_of() { sed -n 's/^ckWebAuthToken: //p' "$bench_work/accounts/$1"; }
+record_name_of() { sed -n 's/^userRecordName: //p' "$bench_work/accounts/$1"; }
+for i in $(seq 1 1000); do [ -n "$(token_of "$i")" ] || { echo "accounts create voter$i: $(cat "$bench_work/accounts/$i")" >&2; exit 1; }; done
+query="ckAPIToken=$api_token&ckWebAuthToken=$web_token"
+
+# wrk scripts. A save of a new record each time: the name is the thread's number and a counter.
+cat >"$bench_work/new.lua" <<'EOF'
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local threads, n = 0, 0
+function setup(thread) threads = threads + 1; thread:set("me", threads) end
+function request()
+  n = n + 1
+  return wrk.format(nil, nil, nil, '{"operations":[{"operationType":"forceReplace","record":{"recordName":"v' .. me .. '-' .. n ..
+    '","recordType":"Visit","fields":{"n":{"value":1},"notes":{"value":"A visit to the ballpark with friends"}}}}]}')
+end
+EOF
+one_record() {  # one_record FILE OPERATION
+    printf 'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = %s\n' \
+        "'{\"operations\":[{\"operationType\":\"$2\",\"record\":{\"recordName\":\"shared\",\"recordType\":\"Visit\",\"fields\":{\"n\":{\"value\":1},\"notes\":{\"value\":\"A visit to the ballpark with friends\"}}}}]}'" >"$1"
+}
+one_record "$bench_work/update.lua" forceUpdate
+one_record "$bench_work/replace.lua" forceReplace
+rotating() {  # rotating FILE ENTRY...: takes the {path, body} entries in turn, each wrk thread from its own start
+    {
+        echo 'local entries = {'
+        printf '  %s\n' "${@:2}"
+        echo '}'
+        echo 'local next = 0'
+        echo 'local headers = {["Content-Type"] = "application/json"}'
+        echo 'local threads = 0'
+        echo 'function setup(thread) threads = threads + 1; thread:set("first", threads * 17) end'
+        echo 'function init(args) next = first % #entries end'
+        echo 'function request() next = next % #entries + 1; return wrk.format("POST", entries[next][1], headers, entries[next][2]) end'
+    } >"$1"
+}
+saves=()
+for i in $(seq 1 32); do
+    saves+=("{\"$app/private/records/modify?ckAPIToken=$api_token&ckWebAuthToken=$(token_of "$i")\", [[{\"operations\":[{\"operationType\":\"forceReplace\",\"record\":{\"recordName\":\"visit\",\"recordType\":\"Visit\",\"fields\":{\"n\":{\"value\":1}}}}]}]]},")
+done
+rotating "$bench_work/accounts.lua" "${saves[@]}"
+
+# The poll: one voter makes it (an unlisted zone of the public database), then all vote, each changing their vote.
+poll_zone="unlisted-benchpoll0123456789abcdef"
+owner_query="ckAPIToken=$api_token&ckWebAuthToken=$(token_of 1)"
+curl -sf -X POST -H 'Content-Type: application/json' "$bench_url$app/public/zones/modify?$owner_query" \
+    -d "{\"operations\":[{\"operationType\":\"create\",\"zone\":{\"zoneID\":{\"zoneName\":\"$poll_zone\"}}}]}" >/dev/null
+curl -sf -X POST -H 'Content-Type: application/json' "$bench_url$app/public/records/modify?$owner_query" \
+    -d "{\"zoneID\":{\"zoneName\":\"$poll_zone\"},\"operations\":[{\"operationType\":\"create\",\"record\":{\"recordName\":\"poll\",\"recordType\":\"TripPoll\",\"fields\":{\"title\":{\"value\":\"Where next\"},\"options\":{\"value\":[\"Boston\",\"Denver\",\"Seattle\"]}}}}]}" >/dev/null
+votes=()
+for i in $(seq 1 1000); do
+    votes+=("{\"$app/public/records/modify?ckAPIToken=$api_token&ckWebAuthToken=$(token_of "$i")\", [[{\"zoneID\":{\"zoneName\":\"$poll_zone\"},\"operations\":[{\"operationType\":\"forceUpdate\",\"record\":{\"recordName\":\"vote-$(record_name_of "$i")\",\"recordType\":\"PollVote\",\"fields\":{\"option\":{\"value\":$((i % 3))}}}}]}]]},")
+done
+rotating "$bench_work/votes.lua" "${votes[@]}"
+
+psql -q "$STADIUMCLOUD_DATABASE_URL" -c "CREATE TABLE raw_upsert (id int PRIMARY KEY, n int, notes text)"
+echo "\\set id random(1, 10000000)
+INSERT INTO raw_upsert VALUES (:id, 1, 'A visit to the ballpark with friends') ON CONFLICT (id) DO UPDATE SET n = raw_upsert.n + 1;" \
+    >"$bench_work/raw.sql"
+raw_row() { row "raw single-row upsert, its own commit (pgbench)" "$1" pgbench -n -M prepared -c "$1" -j "$(($1 > 1 ? 2 : 1))" -T "$seconds" -f "$bench_work/raw.sql" "$STADIUMCLOUD_DATABASE_URL"; }
+
+echo "$seconds s a row, durable PostgreSQL, release build"
+for round in $(seq 1 "${BENCH_ROUNDS:-1}"); do
+    [ "$round" = 1 ] || echo
+    raw_row 32
+    wrk_row "save of a new record, one account" 32 "$bench_work/new.lua" "$bench_url$app/private/records/modify?$query"
+    wrk_row "forceUpdate of one record, one account" 32 "$bench_work/update.lua" "$bench_url$app/private/records/modify?$query"
+    wrk_row "forceReplace of one record, one account" 32 "$bench_work/replace.lua" "$bench_url$app/private/records/modify?$query"
+    wrk_row "save, 32 accounts" 32 "$bench_work/accounts.lua" "$bench_url"
+    wrk_row "vote on one public poll, 1,000 accounts" 32 "$bench_work/votes.lua" "$bench_url"
+    raw_row 1
+    wrk_row "save of a new record, one account" 1 "$bench_work/new.lua" "$bench_url$app/private/records/modify?$query"
+done
