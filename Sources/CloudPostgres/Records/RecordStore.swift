@@ -7,8 +7,8 @@ import Synchronization
 
 /// Owns every line of SQL about databases, zones and records. Each write is one transaction that holds the
 /// database's row lock from the moment its change numbers are stored until it commits (a record write may plan
-/// without the lock, then stores only if the counter has not moved), so change numbers commit in one order
-/// (docs/SYNC.md).
+/// without the lock, then stores only if the counter has not moved; record writes that arrive together share one
+/// transaction), so change numbers commit in one order (docs/SYNC.md).
 public final class RecordStore: Sendable {
     let client: PostgresPool
 
