@@ -182,3 +182,57 @@ import Testing
         }
     }
 }
+
+extension TripPollTests {
+    /// Votes arriving at once are written together (their database is one: the public one), each checked against the
+    /// poll on its own: 24 people vote at once, then all change their vote at once while one of them sends an option
+    /// the poll does not have. Every valid vote counts once, the bad one alone is refused, and a device's delta of the
+    /// poll's zone holds every vote.
+    @Test func manyPeopleVotingAtOnceAreEachCountedOnce() async throws {
+        try await TestServer.run { server in
+            let logger = TestDatabase.logger
+            try await server.dependencies.records.applySchema(try CanonicalFixtures.schema.get(), to: TestServer.development, logger: logger)
+            let zone: JSONValue = ["zoneID": ["zoneName": .string(Self.code)]]
+            #expect(
+                try await server.call("zones/modify", ["operations": [["operationType": "create", "zone": zone]]], database: "public", as: server.alice)
+                    .json["zones"]?[0]?["serverErrorCode"] == nil)
+            let poll = Op.typed(
+                "create", TripPolls.pollRecordName, type: TripPolls.pollType, fields: ["title": ["value": "Next trip"], "options": ["value": ["A", "B", "C"]]])
+            #expect(try await server.modify([poll], zone: Self.code, database: "public", as: server.alice).anyError == nil)
+            let token = try #require(
+                try await server.call("changes/zone", ["zones": [["zoneID": zone["zoneID"]!]]], database: "public", as: server.alice)
+                    .json["zones"]?[0]?["syncToken"]?.stringValue)
+            var voters: [TestAccount] = []
+            for index in 0..<24 {
+                let made = try await server.dependencies.credentials.createAccount(name: "voter\(index)", idleMs: 3_600_000, logger: logger)
+                voters.append(TestAccount(account: made.account, webAuthToken: made.webAuthToken))
+            }
+            /// Every voter at once; the error code each got (nil: saved).
+            func voteAll(_ option: @escaping @Sendable (Int) -> Int, _ operation: String) async throws -> [String?] {
+                try await withThrowingTaskGroup(of: (Int, String?).self) { group in
+                    for (index, voter) in voters.enumerated() {
+                        group.addTask {
+                            let reply = try await server.modify(
+                                [Self.vote(voter, option(index), operation)], zone: Self.code, database: "public", as: voter)
+                            return (index, reply.anyErrorCode)
+                        }
+                    }
+                    var codes = [String?](repeating: "none", count: voters.count)
+                    for try await (index, code) in group { codes[index] = code }
+                    return codes
+                }
+            }
+            #expect(try await voteAll({ $0 % 3 }, "create") == Array(repeating: nil, count: 24))
+            let changed = try await voteAll({ $0 == 5 ? 7 : ($0 + 1) % 3 }, "forceUpdate")
+            #expect(changed[5] == "BAD_REQUEST")
+            #expect(changed.enumerated().allSatisfy { $0.offset == 5 || $0.element == nil })
+            // Voter 5 kept their first vote (option 2); the others moved one option on.
+            var expected: [Int64: Int] = [:]
+            for index in 0..<24 { expected[Int64(index == 5 ? 2 : (index + 1) % 3), default: 0] += 1 }
+            #expect(try await Self.tally(server, as: server.bob) == expected)
+            let delta = try await server.call(
+                "changes/zone", ["zones": [["zoneID": zone["zoneID"]!, "syncToken": .string(token)]]], database: "public", as: server.bob)
+            #expect(delta.json["zones"]?[0]?["records"]?.arrayValue?.count == 24)
+        }
+    }
+}
