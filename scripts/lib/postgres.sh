@@ -44,7 +44,8 @@ pg_as_owner() {
 
 # pg_start DATA_DIR PORT: creates the cluster when DATA_DIR is empty, then starts it on 127.0.0.1:PORT.
 # Throwaway settings (no fsync) unless PG_DURABLE=1, which keeps PostgreSQL's defaults: the fault scenarios
-# crash it and count on acknowledged commits surviving.
+# crash it and count on acknowledged commits surviving. PG_OPTIONS adds server options (a benchmark's profile:
+# "-c shared_preload_libraries=pg_stat_statements").
 pg_start() {
     local data="$1" port="$2" bin
     bin="$(pg_bin_dir)"
@@ -57,7 +58,7 @@ pg_start() {
     local durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     [ "${PG_DURABLE:-0}" = 1 ] && durability=""
     pg_as_owner "$bin/pg_ctl" -D "$data" -l "$data/server.log" -w -t 30 start -o \
-        "-p $port -c listen_addresses=127.0.0.1 -k $data $durability -c max_connections=200" >/dev/null \
+        "-p $port -c listen_addresses=127.0.0.1 -k $data $durability -c max_connections=200 ${PG_OPTIONS:-}" >/dev/null \
         || { cat "$data/server.log" >&2; return 1; }
 }
 

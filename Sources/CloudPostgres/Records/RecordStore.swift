@@ -132,6 +132,7 @@ public final class RecordStore: Sendable {
         _ wanted: [(name: String, desiredKeys: [String]?)], zoneName: String, in database: DatabaseRef, logger: Logger
     ) async throws -> [RecordSnapshot?] {
         try await self.client.reading { connection in
+            if wanted.count == 1 { return [try await self.lookup(wanted[0], zoneName: zoneName, in: database, on: connection, logger: logger)] }
             let zoneID = try await self.zoneID(named: zoneName, in: database, on: connection, logger: logger)
             var answers = [RecordSnapshot?](repeating: nil, count: wanted.count)
             for (keys, indices) in Dictionary(grouping: wanted.indices, by: { wanted[$0].desiredKeys }) {
@@ -149,6 +150,62 @@ public final class RecordStore: Sendable {
             }
             return answers
         }
+    }
+}
+
+extension RecordStore {
+    /// One live record (nil: none), its zone found in the same statement (`LookupOne`, prepared: planned once). A write
+    /// rule reads its poll this way for every vote; the general lookup's statement took 2 ms to plan.
+    func lookup(
+        _ wanted: (name: String, desiredKeys: [String]?), zoneName: String, in database: DatabaseRef, on connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> RecordSnapshot? {
+        let statement = LookupOne(databaseID: database.id, zoneName: zoneName, recordName: wanted.name, desiredKeys: wanted.desiredKeys)
+        var zoneFound = false
+        var found: RecordSnapshot?
+        for try await columns in try await connection.execute(statement, logger: logger) {
+            zoneFound = true
+            found = columns.map(Self.snapshot)
+        }
+        guard zoneFound else { throw CloudError(.zoneNotFound, "zone \(zoneName) does not exist") }
+        return found
+    }
+}
+
+/// A live record by its name (both columns of the primary key, so the generic plan finds it by the key), with its
+/// fields limited to the desired keys (all when NULL), and its zone by name in the same statement: no row when the
+/// zone does not exist, a row of NULLs when the record does not.
+struct LookupOne: PostgresPreparedStatement {
+    static var name: String { "LookupOne" }
+    static let sql = """
+        SELECT r.record_name, r.record_type, r.change_seq, r.deleted,
+            CASE WHEN $4::text[] IS NULL THEN r.fields::text
+                ELSE (SELECT coalesce(jsonb_object_agg(key, value), '{}'::jsonb) FROM jsonb_each(r.fields) WHERE key = ANY($4::text[]))::text END,
+            r.created_ms, r.created_by, r.created_device, r.modified_ms, r.modified_by, r.modified_device
+        FROM zones z LEFT JOIN records r ON r.zone_id = z.id AND r.record_name = $3 AND NOT r.deleted
+        WHERE z.database_id = $1 AND z.zone_name = $2 AND NOT z.deleted
+        """
+
+    var databaseID: Int64
+    var zoneName: String
+    var recordName: String
+    var desiredKeys: [String]?
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 4)
+        bindings.append(self.databaseID)
+        bindings.append(self.zoneName)
+        bindings.append(self.recordName)
+        bindings.append(self.desiredKeys)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> RecordStore.RecordColumns? {
+        let c = try row.decode((String?, String?, Int64?, Bool?, String?, Int64?, String?, String?, Int64?, String?, String?).self)
+        guard let name = c.0, let type = c.1, let seq = c.2, let deleted = c.3, let fields = c.4, let cms = c.5, let cby = c.6, let cdev = c.7,
+            let mms = c.8, let mby = c.9, let mdev = c.10
+        else { return nil }
+        return (name, type, seq, deleted, fields, cms, cby, cdev, mms, mby, mdev)
     }
 }
 
