@@ -55,6 +55,7 @@ public struct CloudError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public static func badRequest(_ reason: String) -> CloudError { CloudError(.badRequest, reason) }
     public static func notFound(_ reason: String) -> CloudError { CloudError(.notFound, reason) }
+    public static func zoneNotFound(_ zoneName: String) -> CloudError { CloudError(.zoneNotFound, "zone \(zoneName) does not exist") }
     public static func accessDenied(_ reason: String) -> CloudError { CloudError(.accessDenied, reason) }
     public static let changeTokenExpired = CloudError(.changeTokenExpired, "client knowledge differs from server knowledge")
     public static let atomicFailure = CloudError(.atomicError, "another operation in this atomic batch failed")

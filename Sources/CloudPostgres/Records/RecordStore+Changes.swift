@@ -63,7 +63,7 @@ extension RecordStore {
                     records.append(Self.snapshot((name, type, seq, deleted, fields, cms, cby, cdev, mms, mby, mdev)))
                 }
             }
-            guard let zone else { throw CloudError(.zoneNotFound, "zone \(zoneName) does not exist") }
+            guard let zone else { throw CloudError.zoneNotFound(zoneName) }
             if let token {
                 if token.zoneID != zone.id {
                     try await self.rejectForeignZoneToken(token, zoneName: zoneName, in: database, on: connection, logger: logger)

@@ -52,34 +52,6 @@ extension RecordStore {
         return try await self.client.transaction(logger: logger) { try await self.writeUnderLock(batch, on: $0, logger: logger) }
     }
 
-    /// Batches of one database that arrived while another of its writes ran (`GroupCommit`), written one after the
-    /// other in one transaction under the lock, so one commit serves them all. A batch refused before it writes
-    /// (its zone is gone, its key was used for another request) fails alone; any other error fails the transaction,
-    /// and each batch is then written alone.
-    func writeTogether(_ batches: [WriteBatch], logger: Logger) async throws -> [Result<ModifyResult, any Error>] {
-        try await self.client.transaction(logger: logger) { connection in
-            _ = try await Self.lockChangeSequence(of: batches[0].database, on: connection, logger: logger)
-            var results: [Result<ModifyResult, any Error>] = []
-            for batch in batches {
-                let stored: StoredAnswer?
-                let basis: WriteBasis
-                do { (stored, basis) = try await self.read(for: batch, on: connection, logger: logger) } catch let refusal as CloudError {
-                    results.append(.failure(refusal))
-                    continue
-                }
-                if let stored {
-                    results.append(.success(ModifyResult(outcomes: [], atomicFailed: false, answer: stored)))
-                } else if let written = try await self.write(batch, on: basis, holdingLock: true, connection, logger: logger) {
-                    results.append(.success(written))
-                } else {
-                    throw CloudError(.internalError, "a write under the database lock asked for the lock")
-                }
-            }
-            self.writtenTogether.add(batches.count, ordering: .relaxed)
-            return results
-        }
-    }
-
     /// One `records/modify` request, as `modify` received it.
     struct WriteBatch: Sendable {
         var operations: [RecordOperation]
@@ -168,37 +140,19 @@ extension RecordStore {
         -> ModifyResult?
     {
         let (database, stamp, zoneID) = (batch.database, batch.stamp, basis.zoneID)
-        // Rules judge a create as a create: one over a live name is the plan's EXISTS, not a permission refusal.
-        let creates = Set(batch.operations.filter { $0.type == .create }.map(\.recordName))
-        let existing = basis.existing.filter { !creates.contains($0.key) }
         func finish(_ result: ModifyResult) async throws -> ModifyResult? {
             guard let idempotency = batch.idempotency else { return result }
             // Keeping an answer without a write cannot be made conditional on the database's change number.
             guard holdingLock else { return nil }
             return try await self.keepAnswer(to: idempotency, of: result, databaseID: database.id, on: connection, logger: logger)
         }
-        var operations = batch.operations
-        if database.scope == .public, let person = batch.person {
-            let rules = basis.schema ?? Schema(recordTypes: [:])
-            for index in operations.indices {
-                let operation = operations[index]
-                operations[index].refusal =
-                    operation.refusal ?? rules.publicRefusal(of: operation, existing: existing[operation.recordName], by: person)
-            }
-        }
+        let operations = Self.allowedOperations(of: batch, on: basis)
         var schema = basis.schema
-        if let deployed = basis.schema, basis.scope.isDevelopment, self.justInTimeSchema, batch.person == nil,
-            let additions = deployed.additions(for: operations, existing: existing, in: database.scope)
-        {
+        if let additions = self.schemaAdditions(for: operations, of: batch, on: basis) {
             guard holdingLock else { return nil }
             schema = try await self.extendSchema(with: additions, in: basis.scope, on: connection, logger: logger)
         }
-        var plan = ModificationPlan(
-            operations: operations, existing: basis.existing, firstSeq: basis.head + 1, stamp: stamp,
-            maxRecordBytes: self.limits.maxRecordBytes, schema: schema, scope: database.scope)
-        if let check = batch.check {
-            for (name, refusal) in check(plan.writes).sorted(by: { $0.key < $1.key }) { plan.fail(name, refusal) }
-        }
+        var plan = self.plan(operations, of: batch, on: basis, schema: schema)
         // The asset collector deletes under the lock without a new change number, so only the lock keeps an asset.
         if !holdingLock, plan.writes.contains(where: { !$0.deleted && !Self.assetChecksums(in: $0.fields).isEmpty }) { return nil }
         try await Self.checkValidatedReferences(&plan, existing: basis.existing, zoneID: zoneID, on: connection, logger: logger)
@@ -235,6 +189,42 @@ extension RecordStore {
         guard let idempotency = batch.idempotency else { return ModifyResult(outcomes: outcomes, atomicFailed: false) }
         return try await self.keepAnswer(
             to: idempotency, of: ModifyResult(outcomes: outcomes, atomicFailed: false), databaseID: database.id, on: connection, logger: logger)
+    }
+
+    /// The batch's operations, each refused that the public database's permissions do not allow its writer.
+    static func allowedOperations(of batch: WriteBatch, on basis: WriteBasis) -> [RecordOperation] {
+        guard batch.database.scope == .public, let person = batch.person else { return batch.operations }
+        let rules = basis.schema ?? Schema(recordTypes: [:])
+        let existing = Self.judgedRecords(of: batch, on: basis)
+        return batch.operations.map { operation in
+            var operation = operation
+            operation.refusal = operation.refusal ?? rules.publicRefusal(of: operation, existing: existing[operation.recordName], by: person)
+            return operation
+        }
+    }
+
+    /// The stored records rules judge the batch's operations on: a create is judged as a create, so one over a live
+    /// name is the plan's EXISTS, not a permission refusal.
+    static func judgedRecords(of batch: WriteBatch, on basis: WriteBasis) -> [String: Record] {
+        let creates = Set(batch.operations.filter { $0.type == .create }.map(\.recordName))
+        return basis.existing.filter { !creates.contains($0.key) }
+    }
+
+    /// The record types and fields a development schema gains from `operations` (nil: none, or no just-in-time schema).
+    func schemaAdditions(for operations: [RecordOperation], of batch: WriteBatch, on basis: WriteBasis) -> Schema? {
+        guard let deployed = basis.schema, basis.scope.isDevelopment, self.justInTimeSchema, batch.person == nil else { return nil }
+        return deployed.additions(for: operations, existing: Self.judgedRecords(of: batch, on: basis), in: batch.database.scope)
+    }
+
+    /// The plan of `operations` on `basis`, with the refusals of the layer above's rules (`batch.check`).
+    func plan(_ operations: [RecordOperation], of batch: WriteBatch, on basis: WriteBasis, schema: Schema?) -> ModificationPlan {
+        var plan = ModificationPlan(
+            operations: operations, existing: basis.existing, firstSeq: basis.head + 1, stamp: batch.stamp,
+            maxRecordBytes: self.limits.maxRecordBytes, schema: schema, scope: batch.database.scope)
+        if let check = batch.check {
+            for (name, refusal) in check(plan.writes).sorted(by: { $0.key < $1.key }) { plan.fail(name, refusal) }
+        }
+        return plan
     }
 
     /// A failed atomic batch: every operation that would have succeeded reports ATOMIC_ERROR instead.
@@ -277,12 +267,18 @@ extension RecordStore {
     func zoneAndSchema(_ row: BeginWrite.Row, zoneName: String, on connection: PostgresConnection, logger: Logger) async throws -> (
         zoneID: Int64, schema: Schema?, scope: SchemaScope
     ) {
-        guard let zoneID = row.zoneID else { throw CloudError(.zoneNotFound, "zone \(zoneName) does not exist") }
+        guard let zoneID = row.zoneID else { throw CloudError.zoneNotFound(zoneName) }
+        let (schema, scope) = try await self.schemaInForce(row, on: connection, logger: logger)
+        return (zoneID, schema, scope)
+    }
+
+    /// The schema in force and where it is, from a write's first row.
+    func schemaInForce(_ row: BeginWrite.Row, on connection: PostgresConnection, logger: Logger) async throws -> (schema: Schema?, scope: SchemaScope) {
         let scope = SchemaScope(container: row.container, environment: row.environment)
         // Nothing deployed yet: development takes anything, production nothing (CloudKit's refuses what was never
         // deployed), so a fresh install cannot fill production with types no schema will accept later.
-        guard let schemaVersion = row.schemaVersion else { return (zoneID, scope.isDevelopment ? nil : Schema(recordTypes: [:]), scope) }
-        return (zoneID, try await self.schema(version: schemaVersion, on: connection, logger: logger), scope)
+        guard let schemaVersion = row.schemaVersion else { return (scope.isDevelopment ? nil : Schema(recordTypes: [:]), scope) }
+        return (try await self.schema(version: schemaVersion, on: connection, logger: logger), scope)
     }
 
     /// The answer stored for `write`'s key, if any; a key reused for another request is BAD_REQUEST.

@@ -60,7 +60,7 @@ extension RecordStore {
                     records.append(Self.snapshot((name, type, seq, deleted, fields, cms, cby, cdev, mms, mby, mdev)))
                 }
             }
-            guard let zone else { throw CloudError(.zoneNotFound, "zone \(zoneName) does not exist") }
+            guard let zone else { throw CloudError.zoneNotFound(zoneName) }
             guard from >= zone.horizon else { throw CloudError.changeTokenExpired }
             guard to <= zone.head else { throw CloudError.badRequest("to (\(to)) is past the last change (\(zone.head)); ask the versions document") }
             guard records.count > limit else { return (records, to) }

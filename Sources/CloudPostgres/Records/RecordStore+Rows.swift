@@ -34,6 +34,17 @@ extension RecordStore {
 
     typealias RecordColumns = (String, String, Int64, Bool, String, Int64, String, String, Int64, String, String)
 
+    /// The record columns of a row from `offset` on, nil when the row has no record there (an outer join found none).
+    static func recordColumns(in cells: PostgresRandomAccessRow, from offset: Int) throws -> RecordColumns? {
+        guard let name = try cells[offset].decode(String?.self) else { return nil }
+        return (
+            name, try cells[offset + 1].decode(String.self), try cells[offset + 2].decode(Int64.self), try cells[offset + 3].decode(Bool.self),
+            try cells[offset + 4].decode(String.self), try cells[offset + 5].decode(Int64.self), try cells[offset + 6].decode(String.self),
+            try cells[offset + 7].decode(String.self), try cells[offset + 8].decode(Int64.self), try cells[offset + 9].decode(String.self),
+            try cells[offset + 10].decode(String.self)
+        )
+    }
+
     static func snapshot(_ c: RecordColumns) -> RecordSnapshot {
         RecordSnapshot(
             recordName: c.0, recordType: c.1, changeSeq: c.2, deleted: c.3, fieldsJSON: c.4,

@@ -65,7 +65,7 @@ extension RecordStore {
                     outcomes.append(.created(ZoneInfo(zoneName: name, syncToken: self.token(.zone, in: database, zoneID: newID, seq: head))))
                 case .delete:
                     guard let existing else {
-                        outcomes.append(.failed(name, CloudError(.zoneNotFound, "zone \(name) does not exist")))
+                        outcomes.append(.failed(name, CloudError.zoneNotFound(name)))
                         continue
                     }
                     head += 1

@@ -121,7 +121,7 @@ public final class RecordStore: Sendable {
         let rows = try await connection.query(
             "SELECT id FROM zones WHERE database_id = \(database.id) AND zone_name = \(name) AND NOT deleted", logger: logger)
         for try await id in rows.decode(Int64.self) { return id }
-        throw CloudError(.zoneNotFound, "zone \(name) does not exist")
+        throw CloudError.zoneNotFound(name)
     }
 
     // MARK: records/lookup
@@ -167,7 +167,7 @@ extension RecordStore {
             zoneFound = true
             found = columns.map(Self.snapshot)
         }
-        guard zoneFound else { throw CloudError(.zoneNotFound, "zone \(zoneName) does not exist") }
+        guard zoneFound else { throw CloudError.zoneNotFound(zoneName) }
         return found
     }
 }
@@ -201,11 +201,7 @@ struct LookupOne: PostgresPreparedStatement {
     }
 
     func decodeRow(_ row: PostgresRow) throws -> RecordStore.RecordColumns? {
-        let c = try row.decode((String?, String?, Int64?, Bool?, String?, Int64?, String?, String?, Int64?, String?, String?).self)
-        guard let name = c.0, let type = c.1, let seq = c.2, let deleted = c.3, let fields = c.4, let cms = c.5, let cby = c.6, let cdev = c.7,
-            let mms = c.8, let mby = c.9, let mdev = c.10
-        else { return nil }
-        return (name, type, seq, deleted, fields, cms, cby, cdev, mms, mby, mdev)
+        try RecordStore.recordColumns(in: row.makeRandomAccess(), from: 0)
     }
 }
 

@@ -154,11 +154,7 @@ struct StoreWrites: PostgresPreparedStatement {
             bindings.append(rows.map(\.changeSeq))
             bindings.append(rows.map(\.deleted))
             bindings.append(rows.map(\.encodedFields))
-            bindings.append(
-                rows.map { record in
-                    let targets = Reference.all(in: record.fields).filter { $0.action == .deleteSelf }
-                    return targets.isEmpty ? "[]" : JSONWriter.encode(.array(targets.map { .string($0.recordName) }))
-                })
+            bindings.append(rows.map(Self.cascadeTargets(of:)))
             bindings.append(
                 rows.map { record in
                     let checksums = RecordStore.assetChecksums(in: record.fields)
@@ -177,4 +173,109 @@ struct StoreWrites: PostgresPreparedStatement {
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode((Bool, [String]).self) }
+
+    /// The names `record`'s DELETE_SELF references point at, as a JSON array ("[]" for none, the common case).
+    static func cascadeTargets(of record: Record) -> String {
+        let targets = Reference.all(in: record.fields).filter { $0.action == .deleteSelf }
+        return targets.isEmpty ? "[]" : JSONWriter.encode(.array(targets.map { .string($0.recordName) }))
+    }
+}
+
+/// What a group of batches (`RecordStore.writeTogether`) plans from, once the database lock is held: for each (zone,
+/// record name) pair asked for, the zone's id and the stored record, if any. A pair with an empty name asks for the zone
+/// alone; a zone that does not exist gives no row. Both joins go by an index on equality, whatever the plan.
+struct ReadGroup: PostgresPreparedStatement {
+    static var name: String { "ReadGroup" }
+    static let sql = """
+        SELECT w.zone_name, z.id, r.record_name, r.record_type, r.change_seq, r.deleted, r.fields::text,
+            r.created_ms, r.created_by, r.created_device, r.modified_ms, r.modified_by, r.modified_device
+        FROM unnest($2::text[], $3::text[]) AS w(zone_name, record_name)
+        JOIN LATERAL (SELECT id FROM zones WHERE database_id = $1 AND zone_name = w.zone_name AND NOT deleted) z ON true
+        LEFT JOIN LATERAL (SELECT * FROM records WHERE zone_id = z.id AND record_name = w.record_name) r ON true
+        """
+    typealias Row = (zoneName: String, zoneID: Int64, record: RecordStore.RecordColumns?)
+
+    var databaseID: Int64
+    var pairs: [(zoneName: String, recordName: String)]
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 3)
+        bindings.append(self.databaseID)
+        bindings.append(self.pairs.map(\.zoneName))
+        bindings.append(self.pairs.map(\.recordName))
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        let cells = row.makeRandomAccess()
+        return (try cells[0].decode(String.self), try cells[1].decode(Int64.self), try RecordStore.recordColumns(in: cells, from: 2))
+    }
+}
+
+/// Stores what a group of batches wrote under the database lock, in one statement: every record version (each with
+/// its own creation and modification stamps, as planned on what the lock let it read), the answers kept for
+/// idempotent writes, and the database's and each zone's change number. Nothing here decides: the plans did.
+struct StoreGroup: PostgresPreparedStatement {
+    static var name: String { "StoreGroup" }
+    static let sql = """
+        WITH advanced AS (UPDATE databases SET change_seq = $2 WHERE id = $1),
+        zoned AS (
+            UPDATE zones z SET change_seq = s.seq, modified_ms = s.ms
+            FROM unnest($3::bigint[], $4::bigint[], $5::bigint[]) AS s(id, seq, ms) WHERE z.id = s.id),
+        kept AS (
+            INSERT INTO idempotent_writes (database_id, key, request_hash, status, answer, created_ms)
+            SELECT $1, k.* FROM unnest($6::text[], $7::bytea[], $8::integer[], $9::bytea[], $10::bigint[]) AS k),
+        stored AS (
+            INSERT INTO records (zone_id, record_name, record_type, change_seq, deleted, fields, cascade_refs,
+                created_ms, created_by, created_device, modified_ms, modified_by, modified_device)
+            SELECT u.zone, u.name, u.type, u.seq, u.deleted, u.fields::jsonb,
+                CASE WHEN u.refs = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT jsonb_array_elements_text(u.refs::jsonb)) END,
+                u.created_ms, u.created_by, u.created_device, u.modified_ms, u.modified_by, u.modified_device
+            FROM unnest($11::bigint[], $12::text[], $13::text[], $14::bigint[], $15::boolean[], $16::text[], $17::text[],
+                $18::bigint[], $19::text[], $20::text[], $21::bigint[], $22::text[], $23::text[])
+                AS u(zone, name, type, seq, deleted, fields, refs, created_ms, created_by, created_device, modified_ms, modified_by, modified_device)
+            ON CONFLICT (zone_id, record_name) DO UPDATE SET
+                record_type = EXCLUDED.record_type, change_seq = EXCLUDED.change_seq, deleted = EXCLUDED.deleted,
+                fields = EXCLUDED.fields, cascade_refs = EXCLUDED.cascade_refs, asset_refs = EXCLUDED.asset_refs,
+                created_ms = EXCLUDED.created_ms, created_by = EXCLUDED.created_by, created_device = EXCLUDED.created_device,
+                modified_ms = EXCLUDED.modified_ms, modified_by = EXCLUDED.modified_by, modified_device = EXCLUDED.modified_device)
+        SELECT 1
+        """
+
+    var databaseID: Int64
+    var head: Int64
+    var zoneHeads: [(zoneID: Int64, seq: Int64, modifiedMs: Int64)]
+    var kept: [(answer: KeptAnswer, at: Int64)]
+    var writes: [(zoneID: Int64, record: Record)]
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 23)
+        bindings.append(self.databaseID)
+        bindings.append(self.head)
+        bindings.append(self.zoneHeads.map(\.zoneID))
+        bindings.append(self.zoneHeads.map(\.seq))
+        bindings.append(self.zoneHeads.map(\.modifiedMs))
+        bindings.append(self.kept.map(\.answer.key))
+        bindings.append(self.kept.map { ByteBuffer(bytes: $0.answer.requestHash) })
+        bindings.append(self.kept.map { Int32($0.answer.answer.status) })
+        bindings.append(self.kept.map { ByteBuffer(bytes: $0.answer.answer.body) })
+        bindings.append(self.kept.map(\.at))
+        let records = self.writes.map(\.record)
+        bindings.append(self.writes.map(\.zoneID))
+        bindings.append(records.map(\.recordName))
+        bindings.append(records.map(\.recordType))
+        bindings.append(records.map(\.changeSeq))
+        bindings.append(records.map(\.deleted))
+        bindings.append(records.map(\.encodedFields))
+        bindings.append(records.map(StoreWrites.cascadeTargets(of:)))
+        bindings.append(records.map(\.created.timestamp))
+        bindings.append(records.map(\.created.userRecordName))
+        bindings.append(records.map(\.created.deviceID))
+        bindings.append(records.map(\.modified.timestamp))
+        bindings.append(records.map(\.modified.userRecordName))
+        bindings.append(records.map(\.modified.deviceID))
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Int32 { try row.decode(Int32.self) }
 }
