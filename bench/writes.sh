@@ -4,9 +4,11 @@
 # /proc, PostgreSQL's postmaster and every backend), beside pgbench's raw single-row upserts with their own commits
 # in the same run: single-record saves to one account (a new record each), forceUpdate and forceReplace of one
 # record, saves over 32 accounts, and votes of 1,000 accounts on one public trip poll. BENCH_ROUNDS (default 1)
-# repeats the rows.
+# repeats the rows. BENCH_STATEMENTS=1 prints after each row the statements that cost PostgreSQL most (planning and
+# execution, from pg_stat_statements).
 set -euo pipefail
 export PG_DURABLE="${PG_DURABLE:-1}"
+[ -z "${BENCH_STATEMENTS:-}" ] || export PG_OPTIONS="${PG_OPTIONS:-} -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all -c pg_stat_statements.track_planning=on"
 cd "$(dirname "$0")/.."
 source scripts/lib/postgres.sh
 source scripts/lib/bench-server.sh
@@ -33,6 +35,7 @@ row() {
     local name="$1" connections="$2"
     shift 2
     local server0 pg0 out server1 pg1 requests rate p50 errors
+    [ -z "${BENCH_STATEMENTS:-}" ] || psql -qAt "$STADIUMCLOUD_DATABASE_URL" -c "SELECT pg_stat_statements_reset()" >/dev/null
     server0="$(cpu_ticks "$bench_server_pid")"
     pg0="$(pg_ticks)"
     out="$("$@" 2>&1)"
@@ -52,6 +55,10 @@ row() {
     fi
     printf "%-46s c%-3s %7s req/s  p50 %9s  server %6s µs/req  PostgreSQL %6s µs/req  non-2xx %s\n" "$name" "$connections" "$rate" "$p50" \
         "$(((server1 - server0) * tick_us / requests))" "$(((pg1 - pg0) * tick_us / requests))" "$errors"
+    [ -z "${BENCH_STATEMENTS:-}" ] || psql -qAt -F ' | ' "$STADIUMCLOUD_DATABASE_URL" -c "
+        SELECT round(((total_plan_time + total_exec_time) * 1000 / $requests)::numeric) || ' µs/req', calls,
+            left(regexp_replace(query, '\s+', ' ', 'g'), 120)
+        FROM pg_stat_statements ORDER BY total_plan_time + total_exec_time DESC LIMIT 6" | sed 's/^/    /'
 }
 wrk_row() { row "$1" "$2" wrk -t "$(($2 > 1 ? 2 : 1))" -c "$2" -d "${seconds}s" --latency -s "$3" "$4"; }
 
@@ -113,6 +120,7 @@ for i in $(seq 1 1000); do
 done
 rotating "$bench_work/votes.lua" "${votes[@]}"
 
+[ -z "${BENCH_STATEMENTS:-}" ] || psql -q "$STADIUMCLOUD_DATABASE_URL" -c "CREATE EXTENSION pg_stat_statements"
 psql -q "$STADIUMCLOUD_DATABASE_URL" -c "CREATE TABLE raw_upsert (id int PRIMARY KEY, n int, notes text)"
 echo "\\set id random(1, 10000000)
 INSERT INTO raw_upsert VALUES (:id, 1, 'A visit to the ballpark with friends') ON CONFLICT (id) DO UPDATE SET n = raw_upsert.n + 1;" \
