@@ -9,8 +9,7 @@ extension RecordStore {
     static func recordColumns(_ builder: inout SQLBuilder, desiredKeys: [String]?) -> String {
         let fields: String
         if let desiredKeys {
-            let keys = builder.bind(desiredKeys)
-            fields = "(SELECT coalesce(jsonb_object_agg(key, value), '{}'::jsonb) FROM jsonb_each(r.fields) WHERE key = ANY(\(keys)::text[]))::text"
+            fields = Self.fields(limitedTo: builder.bind(desiredKeys))
         } else {
             fields = "r.fields::text"
         }
@@ -18,6 +17,11 @@ extension RecordStore {
             + ", \(fields), "
             + ["created_ms", "created_by", "created_device", "modified_ms", "modified_by", "modified_device"].map { "r.\($0)" }.joined(
                 separator: ", ")
+    }
+
+    /// Record `r`'s fields as JSON text, only those named in the text array `keys` (an SQL expression).
+    static func fields(limitedTo keys: String) -> String {
+        "(SELECT coalesce(jsonb_object_agg(key, value), '{}'::jsonb) FROM jsonb_each(r.fields) WHERE key = ANY(\(keys)::text[]))::text"
     }
 
     /// The records of zone `zone` named in the text array `names` (SQL expressions), each found by its primary key:

@@ -172,39 +172,6 @@ extension RecordStore {
     }
 }
 
-/// A live record by its name (both columns of the primary key, so the generic plan finds it by the key), with its
-/// fields limited to the desired keys (all when NULL), and its zone by name in the same statement: no row when the
-/// zone does not exist, a row of NULLs when the record does not.
-struct LookupOne: PostgresPreparedStatement {
-    static var name: String { "LookupOne" }
-    static let sql = """
-        SELECT r.record_name, r.record_type, r.change_seq, r.deleted,
-            CASE WHEN $4::text[] IS NULL THEN r.fields::text
-                ELSE (SELECT coalesce(jsonb_object_agg(key, value), '{}'::jsonb) FROM jsonb_each(r.fields) WHERE key = ANY($4::text[]))::text END,
-            r.created_ms, r.created_by, r.created_device, r.modified_ms, r.modified_by, r.modified_device
-        FROM zones z LEFT JOIN records r ON r.zone_id = z.id AND r.record_name = $3 AND NOT r.deleted
-        WHERE z.database_id = $1 AND z.zone_name = $2 AND NOT z.deleted
-        """
-
-    var databaseID: Int64
-    var zoneName: String
-    var recordName: String
-    var desiredKeys: [String]?
-
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 4)
-        bindings.append(self.databaseID)
-        bindings.append(self.zoneName)
-        bindings.append(self.recordName)
-        bindings.append(self.desiredKeys)
-        return bindings
-    }
-
-    func decodeRow(_ row: PostgresRow) throws -> RecordStore.RecordColumns? {
-        try RecordStore.recordColumns(in: row.makeRandomAccess(), from: 0)
-    }
-}
-
 extension RecordStore {
     /// Runs `job` unless another server process runs the job called `name` right now, so N processes run a
     /// periodic job once, not N times at once: a PostgreSQL advisory lock, held on one connection for the job's

@@ -2,7 +2,7 @@ import CloudCore
 import Foundation
 import PostgresNIO
 
-// The record write path's fixed-shape statements, prepared once per connection: PostgreSQL parses them once and,
+// The record paths' fixed-shape statements, prepared once per connection: PostgreSQL parses them once and,
 // once it finds a generic plan as good, stops planning them (planning the upsert took 0.24 ms of a 2.5 ms save;
 // bench/README.md, "The hot path"). Lists travel as arrays, so one text serves any number of records. Each names
 // itself: PostgresNIO's default name is `String(reflecting:)` of the type, made again at every execution.
@@ -278,4 +278,36 @@ struct StoreGroup: PostgresPreparedStatement {
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Int32 { try row.decode(Int32.self) }
+}
+
+/// A live record by its name (both columns of the primary key, so the generic plan finds it by the key), with its
+/// fields limited to the desired keys (all when NULL), and its zone by name in the same statement: no row when the
+/// zone does not exist, a row of NULLs when the record does not.
+struct LookupOne: PostgresPreparedStatement {
+    static var name: String { "LookupOne" }
+    static let sql = """
+        SELECT r.record_name, r.record_type, r.change_seq, r.deleted,
+            CASE WHEN $4::text[] IS NULL THEN r.fields::text ELSE \(RecordStore.fields(limitedTo: "$4")) END,
+            r.created_ms, r.created_by, r.created_device, r.modified_ms, r.modified_by, r.modified_device
+        FROM zones z LEFT JOIN records r ON r.zone_id = z.id AND r.record_name = $3 AND NOT r.deleted
+        WHERE z.database_id = $1 AND z.zone_name = $2 AND NOT z.deleted
+        """
+
+    var databaseID: Int64
+    var zoneName: String
+    var recordName: String
+    var desiredKeys: [String]?
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 4)
+        bindings.append(self.databaseID)
+        bindings.append(self.zoneName)
+        bindings.append(self.recordName)
+        bindings.append(self.desiredKeys)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> RecordStore.RecordColumns? {
+        try RecordStore.recordColumns(in: row.makeRandomAccess(), from: 0)
+    }
 }
