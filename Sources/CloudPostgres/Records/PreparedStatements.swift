@@ -181,58 +181,89 @@ struct StoreWrites: PostgresPreparedStatement {
     }
 }
 
-/// What a group of batches (`RecordStore.writeTogether`) plans from, once the database lock is held: for each (zone,
-/// record name) pair asked for, the zone's id and the stored record, if any. A pair with an empty name asks for the zone
-/// alone; a zone that does not exist gives no row. Both joins go by an index on equality, whatever the plan.
+/// The first statement of a group's write (`RecordStore.writeTogether`): takes the lock of every database the group
+/// writes, in the order of their ids (so groups of several processes never wait for each other in a circle), with
+/// each one's change number and schema version. No row for a database that is gone (an erased account).
+struct LockDatabases: PostgresPreparedStatement {
+    static var name: String { "LockDatabases" }
+    static let sql = """
+        SELECT d.id, d.change_seq,
+            (SELECT max(version) FROM schema_versions v WHERE v.container = d.container AND v.environment = d.environment),
+            d.container, d.environment
+        FROM databases d WHERE d.id = ANY($1::bigint[]) ORDER BY d.id FOR UPDATE OF d
+        """
+    typealias Row = (databaseID: Int64, start: BeginWrite.Row)
+
+    var databaseIDs: [Int64]
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 1)
+        bindings.append(self.databaseIDs)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        let (id, head, schemaVersion, container, environment) = try row.decode((Int64, Int64, Int32?, String, String).self)
+        return (id, (head, nil, schemaVersion, container, environment))
+    }
+}
+
+/// What a group of batches plans from, once the databases' locks are held: for each (database, zone, record name)
+/// asked for, the zone's id and the stored record, if any. An empty name asks for the zone alone; a zone that does
+/// not exist gives no row. Both joins go by an index on equality, whatever the plan.
 struct ReadGroup: PostgresPreparedStatement {
     static var name: String { "ReadGroup" }
     static let sql = """
-        SELECT w.zone_name, z.id, r.record_name, r.record_type, r.change_seq, r.deleted, r.fields::text,
+        SELECT w.database_id, w.zone_name, z.id, r.record_name, r.record_type, r.change_seq, r.deleted, r.fields::text,
             r.created_ms, r.created_by, r.created_device, r.modified_ms, r.modified_by, r.modified_device
-        FROM unnest($2::text[], $3::text[]) AS w(zone_name, record_name)
-        JOIN LATERAL (SELECT id FROM zones WHERE database_id = $1 AND zone_name = w.zone_name AND NOT deleted) z ON true
+        FROM unnest($1::bigint[], $2::text[], $3::text[]) AS w(database_id, zone_name, record_name)
+        JOIN LATERAL (SELECT id FROM zones WHERE database_id = w.database_id AND zone_name = w.zone_name AND NOT deleted) z ON true
         LEFT JOIN LATERAL (SELECT * FROM records WHERE zone_id = z.id AND record_name = w.record_name) r ON true
         """
-    typealias Row = (zoneName: String, zoneID: Int64, record: RecordStore.RecordColumns?)
+    typealias Row = (databaseID: Int64, zoneName: String, zoneID: Int64, record: RecordStore.RecordColumns?)
 
-    var databaseID: Int64
-    var pairs: [(zoneName: String, recordName: String)]
+    var asked: [(databaseID: Int64, zoneName: String, recordName: String)]
 
     func makeBindings() throws -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 3)
-        bindings.append(self.databaseID)
-        bindings.append(self.pairs.map(\.zoneName))
-        bindings.append(self.pairs.map(\.recordName))
+        bindings.append(self.asked.map(\.databaseID))
+        bindings.append(self.asked.map(\.zoneName))
+        bindings.append(self.asked.map(\.recordName))
         return bindings
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {
         let cells = row.makeRandomAccess()
-        return (try cells[0].decode(String.self), try cells[1].decode(Int64.self), try RecordStore.recordColumns(in: cells, from: 2))
+        return (
+            try cells[0].decode(Int64.self), try cells[1].decode(String.self), try cells[2].decode(Int64.self),
+            try RecordStore.recordColumns(in: cells, from: 3)
+        )
     }
 }
 
-/// Stores what a group of batches wrote under the database lock, in one statement: every record version (each with
-/// its own creation and modification stamps, as planned on what the lock let it read), the answers kept for
-/// idempotent writes, and the database's and each zone's change number. Nothing here decides: the plans did.
+/// Stores what a group of batches wrote under the databases' locks, in one statement: every record version (each with
+/// its own creation and modification stamps, as planned on what the locks let it read), the answers kept for
+/// idempotent writes, and the databases' and zones' change numbers. Nothing here decides: the plans did.
 struct StoreGroup: PostgresPreparedStatement {
     static var name: String { "StoreGroup" }
     static let sql = """
-        WITH advanced AS (UPDATE databases SET change_seq = $2 WHERE id = $1),
+        WITH advanced AS (
+            UPDATE databases d SET change_seq = s.seq
+            FROM unnest($1::bigint[], $2::bigint[]) AS s(id, seq) WHERE d.id = s.id),
         zoned AS (
             UPDATE zones z SET change_seq = s.seq, modified_ms = s.ms
             FROM unnest($3::bigint[], $4::bigint[], $5::bigint[]) AS s(id, seq, ms) WHERE z.id = s.id),
         kept AS (
             INSERT INTO idempotent_writes (database_id, key, request_hash, status, answer, created_ms)
-            SELECT $1, k.* FROM unnest($6::text[], $7::bytea[], $8::integer[], $9::bytea[], $10::bigint[]) AS k),
+            SELECT * FROM unnest($6::bigint[], $7::text[], $8::bytea[], $9::integer[], $10::bytea[], $11::bigint[])),
         stored AS (
             INSERT INTO records (zone_id, record_name, record_type, change_seq, deleted, fields, cascade_refs,
                 created_ms, created_by, created_device, modified_ms, modified_by, modified_device)
             SELECT u.zone, u.name, u.type, u.seq, u.deleted, u.fields::jsonb,
                 CASE WHEN u.refs = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT jsonb_array_elements_text(u.refs::jsonb)) END,
                 u.created_ms, u.created_by, u.created_device, u.modified_ms, u.modified_by, u.modified_device
-            FROM unnest($11::bigint[], $12::text[], $13::text[], $14::bigint[], $15::boolean[], $16::text[], $17::text[],
-                $18::bigint[], $19::text[], $20::text[], $21::bigint[], $22::text[], $23::text[])
+            FROM unnest($12::bigint[], $13::text[], $14::text[], $15::bigint[], $16::boolean[], $17::text[], $18::text[],
+                $19::bigint[], $20::text[], $21::text[], $22::bigint[], $23::text[], $24::text[])
                 AS u(zone, name, type, seq, deleted, fields, refs, created_ms, created_by, created_device, modified_ms, modified_by, modified_device)
             ON CONFLICT (zone_id, record_name) DO UPDATE SET
                 record_type = EXCLUDED.record_type, change_seq = EXCLUDED.change_seq, deleted = EXCLUDED.deleted,
@@ -242,19 +273,19 @@ struct StoreGroup: PostgresPreparedStatement {
         SELECT 1
         """
 
-    var databaseID: Int64
-    var head: Int64
+    var heads: [(databaseID: Int64, seq: Int64)]
     var zoneHeads: [(zoneID: Int64, seq: Int64, modifiedMs: Int64)]
-    var kept: [(answer: KeptAnswer, at: Int64)]
+    var kept: [(databaseID: Int64, answer: KeptAnswer, at: Int64)]
     var writes: [(zoneID: Int64, record: Record)]
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 23)
-        bindings.append(self.databaseID)
-        bindings.append(self.head)
+        var bindings = PostgresBindings(capacity: 24)
+        bindings.append(self.heads.map(\.databaseID))
+        bindings.append(self.heads.map(\.seq))
         bindings.append(self.zoneHeads.map(\.zoneID))
         bindings.append(self.zoneHeads.map(\.seq))
         bindings.append(self.zoneHeads.map(\.modifiedMs))
+        bindings.append(self.kept.map(\.databaseID))
         bindings.append(self.kept.map(\.answer.key))
         bindings.append(self.kept.map { ByteBuffer(bytes: $0.answer.requestHash) })
         bindings.append(self.kept.map { Int32($0.answer.answer.status) })

@@ -4,29 +4,35 @@ import Logging
 import PostgresNIO
 import Synchronization
 
-/// Batches of one database written together (`GroupCommit`): one transaction under the database lock, one read of
-/// everything they name, plans in memory one after the other, one statement storing them all, one commit.
+/// Batches written together (`GroupCommit`), of one database or several: one transaction under their databases'
+/// locks, one read of everything they name, plans in memory one after the other, one statement storing them all, one
+/// commit.
 extension RecordStore {
-    /// Batches of one database that arrived while another of its writes ran, written in one transaction under the
-    /// lock. Each is planned on what the group read, overlaid with what the batches before it wrote, and numbered after
-    /// them, so it sees and orders exactly as if each had committed alone; the group is one writer to every reader.
-    /// A batch that needs more than its records (a schema extension, a reference or asset check, a cascade of
-    /// deletes) stores what came before it, then it and the rest are written one after the other, each reading the
-    /// database again. A batch refused before it writes (its zone is gone, its key was used for another request)
-    /// fails alone; any other error fails the transaction, and each batch is then written alone.
+    /// Batches that arrived while another write of their lane ran (`writeLanes`), written in one transaction under
+    /// the locks of their databases. Each is planned on what the group read of its own database, overlaid with what
+    /// the batches before it wrote there, and numbered after them, so it sees and orders exactly as if each had
+    /// committed alone; for each database the group is one writer to every reader. A batch that needs more than its
+    /// records (a schema extension, a reference or asset check, a cascade of deletes) stores what came before it, then
+    /// it and the rest are written one after the other, each reading its database again. A batch refused before it
+    /// writes (its database or zone is gone, its key was used for another request) fails alone; any other error fails
+    /// the transaction, and each batch is then written alone.
     func writeTogether(_ batches: [WriteBatch], logger: Logger) async throws -> [Result<ModifyResult, any Error>] {
         try await self.client.transaction(logger: logger) { connection in
-            let database = batches[0].database
-            var start: BeginWrite.Row?
-            for try await row in try await connection.execute(BeginWrite(databaseID: database.id, zoneName: batches[0].zoneName), logger: logger) {
-                start = row
+            var rules: [Int64: (schema: Schema?, scope: SchemaScope)] = [:]
+            var heads: [Int64: Int64] = [:]
+            let ids = Array(Set(batches.map(\.database.id))).sorted()
+            for try await row in try await connection.execute(LockDatabases(databaseIDs: ids), logger: logger) {
+                heads[row.databaseID] = row.start.head
+                rules[row.databaseID] = try await self.schemaInForce(row.start, on: connection, logger: logger)
             }
-            guard let start else { throw CloudError.accountErased }
-            let (schema, scope) = try await self.schemaInForce(start, on: connection, logger: logger)
-            var group = try await WriteGroup.read(batches, head: start.head, on: connection, logger: logger)
+            var group = try await WriteGroup.read(batches.filter { heads[$0.database.id] != nil }, heads: heads, on: connection, logger: logger)
             var results: [Result<ModifyResult, any Error>] = []
             var inMemory = true
             for batch in batches {
+                guard let (schema, scope) = rules[batch.database.id] else {
+                    results.append(.failure(CloudError.accountErased))
+                    continue
+                }
                 if inMemory {
                     do {
                         if let result = try self.plan(batch, in: &group, schema: schema, scope: scope) {
@@ -63,12 +69,18 @@ extension RecordStore {
     /// Plans `batch` on what `group` holds and adds its writes and kept answer to it. nil, having changed nothing:
     /// the batch needs the database for more than its records.
     func plan(_ batch: WriteBatch, in group: inout WriteGroup, schema: Schema?, scope: SchemaScope) throws -> ModifyResult? {
-        if let idempotency = batch.idempotency, let stored = try Self.storedAnswer(group.answers[idempotency.key], to: idempotency) {
+        let database = batch.database.id
+        if let idempotency = batch.idempotency,
+            let stored = try Self.storedAnswer(group.answers[WriteGroup.AnswerKey(databaseID: database, key: idempotency.key)], to: idempotency)
+        {
             return ModifyResult(outcomes: [], atomicFailed: false, answer: stored)
         }
-        guard let zoneID = group.zones[batch.zoneName] else { throw CloudError.zoneNotFound(batch.zoneName) }
+        guard let zoneID = group.zones[WriteGroup.ZoneKey(databaseID: database, zoneName: batch.zoneName)] else {
+            throw CloudError.zoneNotFound(batch.zoneName)
+        }
         let names = batch.operations.filter { $0.refusal == nil }.map(\.recordName)
-        let basis = WriteBasis(head: group.head, zoneID: zoneID, schema: schema, scope: scope, existing: group.records(names, inZone: zoneID))
+        let basis = WriteBasis(
+            head: group.heads[database]!, zoneID: zoneID, schema: schema, scope: scope, existing: group.records(names, inZone: zoneID))
         let operations = Self.allowedOperations(of: batch, on: basis)
         guard self.schemaAdditions(for: operations, of: batch, on: basis) == nil else { return nil }
         let plan = self.plan(operations, of: batch, on: basis, schema: schema)
@@ -82,63 +94,77 @@ extension RecordStore {
             result = ModifyResult(outcomes: Self.atomicFailure(plan.outcomes), atomicFailed: true)
         } else {
             result = ModifyResult(outcomes: plan.outcomes, atomicFailed: false)
-            group.add(plan.writes, inZone: zoneID, lastSeq: plan.lastSeq)
+            group.add(plan.writes, of: database, inZone: zoneID, lastSeq: plan.lastSeq)
         }
         if let idempotency = batch.idempotency {
-            result.answer = try idempotency.answer(result)
-            group.keep(KeptAnswer(key: idempotency.key, requestHash: idempotency.requestHash, answer: result.answer!), at: batch.stamp.timestamp)
+            let answer = try idempotency.answer(result)
+            result.answer = answer
+            group.keep(KeptAnswer(key: idempotency.key, requestHash: idempotency.requestHash, answer: answer), of: database, at: batch.stamp.timestamp)
         }
         return result
     }
 }
 
-/// What a group of batches reads under the database lock and has written so far, not yet stored.
+/// What a group of batches reads under its databases' locks and has written so far, not yet stored.
 struct WriteGroup {
+    struct ZoneKey: Hashable {
+        var databaseID: Int64
+        var zoneName: String
+    }
+
+    /// Zone ids are unique across databases.
     struct RecordKey: Hashable {
         var zoneID: Int64
         var name: String
     }
 
-    /// The database's change number after the group's writes so far.
-    var head: Int64
-    var zones: [String: Int64] = [:]
-    /// Stored answers by key, the group's own included.
-    var answers: [String: (requestHash: Data, status: Int, body: Data)] = [:]
-    private let databaseID: Int64
+    struct AnswerKey: Hashable {
+        var databaseID: Int64
+        var key: String
+    }
+
+    /// Each database's change number after the group's writes so far.
+    private(set) var heads: [Int64: Int64]
+    private(set) var zones: [ZoneKey: Int64] = [:]
+    /// Stored answers, the group's own included.
+    private(set) var answers: [AnswerKey: (requestHash: Data, status: Int, body: Data)] = [:]
     /// Stored records the batches name, overlaid with the group's writes.
     private var records: [RecordKey: Record] = [:]
     private var writes: [(zoneID: Int64, record: Record)] = []
-    private var kept: [(answer: KeptAnswer, at: Int64)] = []
+    private var moved: Set<Int64> = []
+    private var kept: [(databaseID: Int64, answer: KeptAnswer, at: Int64)] = []
 
-    private init(head: Int64, databaseID: Int64) {
-        self.head = head
-        self.databaseID = databaseID
-    }
+    private init(heads: [Int64: Int64]) { self.heads = heads }
 
     /// The zones, records and answers `batches` name, in one statement (and one more when some carry a key).
-    static func read(_ batches: [RecordStore.WriteBatch], head: Int64, on connection: PostgresConnection, logger: Logger) async throws -> WriteGroup {
-        let databaseID = batches[0].database.id
-        var group = WriteGroup(head: head, databaseID: databaseID)
-        var pairs: [(zoneName: String, recordName: String)] = []
-        var asked = Set<[String]>()
+    static func read(_ batches: [RecordStore.WriteBatch], heads: [Int64: Int64], on connection: PostgresConnection, logger: Logger) async throws
+        -> WriteGroup
+    {
+        var group = WriteGroup(heads: heads)
+        var asked: [(databaseID: Int64, zoneName: String, recordName: String)] = []
+        var seen = Set<[String]>()
         for batch in batches {
-            for name in [""] + batch.operations.filter({ $0.refusal == nil }).map(\.recordName) where asked.insert([batch.zoneName, name]).inserted {
-                pairs.append((batch.zoneName, name))
+            for name in [""] + batch.operations.filter({ $0.refusal == nil }).map(\.recordName)
+            where seen.insert([String(batch.database.id), batch.zoneName, name]).inserted {
+                asked.append((batch.database.id, batch.zoneName, name))
             }
         }
-        for try await row in try await connection.execute(ReadGroup(databaseID: databaseID, pairs: pairs), logger: logger) {
-            group.zones[row.zoneName] = row.zoneID
+        guard !asked.isEmpty else { return group }
+        for try await row in try await connection.execute(ReadGroup(asked: asked), logger: logger) {
+            group.zones[ZoneKey(databaseID: row.databaseID, zoneName: row.zoneName)] = row.zoneID
             if let columns = row.record {
                 let record = try RecordStore.record(from: RecordStore.snapshot(columns))
                 group.records[RecordKey(zoneID: row.zoneID, name: record.recordName)] = record
             }
         }
-        let keys = batches.compactMap(\.idempotency?.key)
-        if !keys.isEmpty {
-            for try await (key, hash, status, answer) in try await connection.query(
-                "SELECT key, request_hash, status, answer FROM idempotent_writes WHERE database_id = \(databaseID) AND key = ANY(\(keys))",
-                logger: logger
-            ).decode((String, Data, Int, Data).self) { group.answers[key] = (hash, status, answer) }
+        let keyed = batches.compactMap { batch in batch.idempotency.map { (batch.database.id, $0.key) } }
+        if !keyed.isEmpty {
+            for try await (database, key, hash, status, answer) in try await connection.query(
+                """
+                SELECT database_id, key, request_hash, status, answer FROM idempotent_writes
+                WHERE (database_id, key) IN (SELECT * FROM unnest(\(keyed.map(\.0))::bigint[], \(keyed.map(\.1))::text[]))
+                """, logger: logger
+            ).decode((Int64, String, Data, Int, Data).self) { group.answers[AnswerKey(databaseID: database, key: key)] = (hash, status, answer) }
         }
         return group
     }
@@ -149,18 +175,19 @@ struct WriteGroup {
         return found
     }
 
-    mutating func add(_ writes: [Record], inZone zoneID: Int64, lastSeq: Int64) {
+    mutating func add(_ writes: [Record], of databaseID: Int64, inZone zoneID: Int64, lastSeq: Int64) {
         guard !writes.isEmpty else { return }
         for record in writes {
             self.records[RecordKey(zoneID: zoneID, name: record.recordName)] = record
             self.writes.append((zoneID, record))
         }
-        self.head = lastSeq
+        self.heads[databaseID] = lastSeq
+        self.moved.insert(databaseID)
     }
 
-    mutating func keep(_ answer: KeptAnswer, at timestamp: Int64) {
-        self.answers[answer.key] = (answer.requestHash, answer.answer.status, Data(answer.answer.body))
-        self.kept.append((answer, timestamp))
+    mutating func keep(_ answer: KeptAnswer, of databaseID: Int64, at timestamp: Int64) {
+        self.answers[AnswerKey(databaseID: databaseID, key: answer.key)] = (answer.requestHash, answer.answer.status, Data(answer.answer.body))
+        self.kept.append((databaseID, answer, timestamp))
     }
 
     /// Stores what the group has written so far in one statement. A record written twice is stored once, as last
@@ -174,11 +201,11 @@ struct WriteGroup {
             zoneHeads[write.zoneID] = (write.record.changeSeq, write.record.modified.timestamp)
         }
         let statement = StoreGroup(
-            databaseID: self.databaseID, head: self.head, zoneHeads: zoneHeads.map { ($0.key, $0.value.seq, $0.value.modifiedMs) },
-            kept: self.kept, writes: self.writes.indices.filter { last[RecordKey(zoneID: self.writes[$0].zoneID, name: self.writes[$0].record.recordName)] == $0 }
-                .map { self.writes[$0] })
+            heads: self.moved.map { ($0, self.heads[$0]!) }, zoneHeads: zoneHeads.map { ($0.key, $0.value.seq, $0.value.modifiedMs) }, kept: self.kept,
+            writes: last.values.sorted().map { self.writes[$0] })
         for try await _ in try await connection.execute(statement, logger: logger) {}
         self.writes = []
+        self.moved = []
         self.kept = []
     }
 }

@@ -27,7 +27,7 @@ extension RecordStore {
             stamp: stamp, idempotency: idempotency, check: check, person: person)
         do {
             let result = try await self.groupCommit.write(
-                batch, key: database.id, alone: { try await self.writeAlone($0, logger: logger) },
+                batch, key: database.id % Self.writeLanes, alone: { try await self.writeAlone($0, logger: logger) },
                 together: { try await self.writeTogether($0, logger: logger) })
             if result.outcomes.contains(where: { !$0.isFailure }) { self.changes.committed([database.id]) }
             return result

@@ -4,9 +4,9 @@ import CloudHTTP
 import Foundation
 import Testing
 
-/// A group of batches written together (`RecordStore.writeTogether`) is planned in memory and stored in one statement:
-/// each batch must see the ones before it, be numbered after them, and fail alone, exactly as if each had committed
-/// on its own.
+/// A group of batches written together (`RecordStore.writeTogether`), of one database or several, is planned in memory
+/// and stored in one statement: each batch must see the ones before it in its own database, and only those, be
+/// numbered after them, and fail alone, exactly as if each had committed on its own.
 @Suite struct GroupWriteTests {
     static let logger = TestDatabase.logger
 
@@ -152,6 +152,109 @@ import Testing
             #expect(try Self.saved(results[1]).map(\.recordName) == ["r"])
             #expect(try await Self.fields(of: "p", in: store, database, zone: "trip") == nil)
             #expect(try await Self.fields(of: "r", in: store, database, zone: "trip") != nil)
+        }
+    }
+
+    /// Batches of several accounts share a group: each sees and numbers only its own database; one whose database is
+    /// gone fails alone.
+    @Test func batchesOfSeveralDatabasesSeeOnlyTheirOwn() async throws {
+        try await withTestStore { dependencies in
+            let store = dependencies.records
+            let mine = try await ConcurrencyTests.privateDatabase(of: "groupmine", in: dependencies)
+            let theirs = try await ConcurrencyTests.privateDatabase(of: "grouptheirs", in: dependencies)
+            let setup = try await store.modify([Self.save(.create, "x", ["n": 1, "m": 1])],
+                zoneName: defaultZoneName, atomic: nil, in: mine, stamp: ChangeStamp(timestamp: 1, userRecordName: "_w", deviceID: "d"), logger: Self.logger)
+            guard case .saved(let minesX) = setup.outcomes[0] else { Issue.record("the setup save"); return }
+            let before = try await store.changes(
+                zoneName: defaultZoneName, since: nil, limit: nil, desiredKeys: [], recordTypes: nil, in: theirs, logger: Self.logger)
+            let gone = DatabaseRef(id: Int64(Int32.max), scope: .private, ownerRecordName: "_gone")
+
+            let results = try await store.writeTogether(
+                [
+                    Self.batch([Self.save(.create, "x", ["n": 2])], in: theirs, at: 10),
+                    Self.batch([Self.save(.create, "x", ["n": 9])], in: mine, at: 11),
+                    Self.batch([Self.save(.forceUpdate, "x", ["n": 3])], in: theirs, at: 12),
+                    Self.batch([Self.save(.forceUpdate, "y", ["n": 4])], in: gone, at: 13),
+                    Self.batch([Self.save(.forceUpdate, "y", ["n": 5])], in: mine, at: 14),
+                ], logger: Self.logger)
+
+            let theirsX = try Self.saved(results[0])[0]
+            guard case .failed(_, let exists, let current) = try results[1].get().outcomes[0] else { Issue.record("a create over x"); return }
+            #expect(exists.code == .exists)
+            #expect(current?.changeTag == minesX.changeTag, "the other account's x is not this one's")
+            let updated = try Self.saved(results[2])[0]
+            #expect(updated.changeSeq == theirsX.changeSeq + 1)
+            #expect(updated.fields["m"] == nil)
+            #expect((try? results[3].get()) == nil)
+            #expect(try Self.saved(results[4])[0].changeSeq == minesX.changeSeq + 1)
+
+            let delta = try await store.changes(
+                zoneName: defaultZoneName, since: before.syncToken, limit: nil, desiredKeys: [], recordTypes: nil, in: theirs, logger: Self.logger)
+            #expect(delta.records.map(\.recordName) == ["x"])
+            #expect(delta.records.first?.changeSeq == updated.changeSeq)
+            #expect(try await Self.fields(of: "x", in: store, mine)?.changeSeq == minesX.changeSeq)
+            #expect(try await Self.fields(of: "y", in: store, theirs) == nil)
+        }
+    }
+
+    /// Accounts writing at once share groups (their databases fall into lanes, several to a lane): 6 accounts × 4
+    /// writers through two stores, 40 batches of 5 saves each, while one puller per account pages its zone with a
+    /// tiny limit. Every puller ends with exactly its own account's final state, no record of another's.
+    @Test func accountsWritingAtOnceEachPullExactlyTheirOwn() async throws {
+        try await withTestStore { dependencies in
+            let store = dependencies.records
+            let stores = [store, ConcurrencyTests.secondStore(beside: store)]
+            var made: [DatabaseRef] = []
+            for account in 0..<6 { made.append(try await ConcurrencyTests.privateDatabase(of: "lanes\(account)", in: dependencies)) }
+            let databases = made
+            let together = stores.map(\.writesWrittenTogether)
+            let writersDone = ManagedAtomicFlag()
+            @Sendable func drain(_ replica: inout ConcurrencyTests.Replica, _ database: DatabaseRef, limit: Int) async throws {
+                var page: ZoneChanges
+                repeat {
+                    page = try await store.changes(
+                        zoneName: defaultZoneName, since: replica.token, limit: limit, desiredKeys: [], recordTypes: nil, in: database, logger: Self.logger)
+                    replica.apply(page)
+                } while page.moreComing
+            }
+            async let pulled = withThrowingTaskGroup(of: (Int, ConcurrencyTests.Replica).self) { group in
+                for (account, database) in databases.enumerated() {
+                    group.addTask {
+                        var replica = ConcurrencyTests.Replica()
+                        while !writersDone.isSet { try await drain(&replica, database, limit: 4) }
+                        try await drain(&replica, database, limit: 4)
+                        return (account, replica)
+                    }
+                }
+                return try await group.reduce(into: [Int: ConcurrencyTests.Replica]()) { $0[$1.0] = $1.1 }
+            }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<24 {
+                    group.addTask {
+                        let account = writer % databases.count
+                        var generator = SystemRandomNumberGenerator()
+                        for batch in 0..<40 {
+                            let operations = (0..<30).shuffled(using: &generator).prefix(5).map { n in
+                                Self.save(batch % 3 == 0 ? .forceReplace : .forceUpdate, "a\(account)-r\(n)", ["w": Int64(writer * 1000 + batch)])
+                            }
+                            _ = try await stores[writer % 2].modify(
+                                operations, zoneName: defaultZoneName, atomic: nil, in: databases[account],
+                                stamp: ChangeStamp(timestamp: Int64(batch), userRecordName: "_w", deviceID: "w\(writer)"), logger: Self.logger)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            writersDone.set()
+            let replicas = try await pulled
+            for (account, database) in databases.enumerated() {
+                var final = ConcurrencyTests.Replica()
+                try await drain(&final, database, limit: 200)
+                #expect(final.records.count == 30)
+                #expect(final.records.keys.allSatisfy { $0.hasPrefix("a\(account)-") })
+                #expect(replicas[account]?.records == final.records)
+            }
+            for (store, before) in zip(stores, together) { #expect(store.writesWrittenTogether > before) }
         }
     }
 }
