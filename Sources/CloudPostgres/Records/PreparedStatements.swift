@@ -183,14 +183,16 @@ struct StoreWrites: PostgresPreparedStatement {
 
 /// The first statement of a group's write (`RecordStore.writeTogether`): takes the lock of every database the group
 /// writes, in the order of their ids (so groups of several processes never wait for each other in a circle), with
-/// each one's change number and schema version. No row for a database that is gone (an erased account).
+/// each one's change number and schema version. No row for a database that is gone (an erased account). Each is found
+/// by its primary key (`id = ANY(…)` in a generic plan may read the whole table).
 struct LockDatabases: PostgresPreparedStatement {
     static var name: String { "LockDatabases" }
     static let sql = """
         SELECT d.id, d.change_seq,
             (SELECT max(version) FROM schema_versions v WHERE v.container = d.container AND v.environment = d.environment),
             d.container, d.environment
-        FROM databases d WHERE d.id = ANY($1::bigint[]) ORDER BY d.id FOR UPDATE OF d
+        FROM unnest($1::bigint[]) AS w(id) JOIN LATERAL (SELECT * FROM databases WHERE id = w.id) d ON true
+        ORDER BY d.id FOR UPDATE OF d
         """
     typealias Row = (databaseID: Int64, start: BeginWrite.Row)
 
