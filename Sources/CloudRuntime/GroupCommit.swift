@@ -1,8 +1,8 @@
 import Synchronization
 
-/// Lets concurrent writes of one key (a database) share one transaction, and so one commit: group commit. Writes of
-/// one database are ordered by a lock held until the commit (docs/SYNC.md), so they would otherwise wait for each
-/// other's commit, one WAL flush each; together they wait for one.
+/// Lets concurrent writes of one key (a lane of databases) share one transaction, and so one commit: group commit.
+/// Writes of one database are ordered by a lock held until the commit (docs/SYNC.md), so they would otherwise wait for
+/// each other's commit, one WAL flush each; together they wait for one, and share the cost of a transaction.
 ///
 /// The first write of a key while none of it runs goes at once, alone. Writes that arrive meanwhile wait; when it
 /// ends, the first of them runs up to `groupLimit` of them together. If that fails, each runs alone (the failure may
