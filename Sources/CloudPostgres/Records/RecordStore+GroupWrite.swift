@@ -18,13 +18,12 @@ extension RecordStore {
     /// the transaction, and each batch is then written alone.
     func writeTogether(_ batches: [WriteBatch], logger: Logger) async throws -> [Result<ModifyResult, any Error>] {
         try await self.client.transaction(logger: logger) { connection in
-            var rules: [Int64: (schema: Schema?, scope: SchemaScope)] = [:]
-            var heads: [Int64: Int64] = [:]
+            var starts: [Int64: BeginWrite.Row] = [:]
             let ids = Array(Set(batches.map(\.database.id))).sorted()
-            for try await row in try await connection.execute(LockDatabases(databaseIDs: ids), logger: logger) {
-                heads[row.databaseID] = row.start.head
-                rules[row.databaseID] = try await self.schemaInForce(row.start, on: connection, logger: logger)
-            }
+            for try await row in try await connection.execute(LockDatabases(databaseIDs: ids), logger: logger) { starts[row.databaseID] = row.start }
+            var rules: [Int64: (schema: Schema?, scope: SchemaScope)] = [:]
+            for (id, start) in starts { rules[id] = try await self.schemaInForce(start, on: connection, logger: logger) }
+            let heads = starts.mapValues(\.head)
             var group = try await WriteGroup.read(batches.filter { heads[$0.database.id] != nil }, heads: heads, on: connection, logger: logger)
             var results: [Result<ModifyResult, any Error>] = []
             var inMemory = true
@@ -89,16 +88,14 @@ extension RecordStore {
                 || Reference.all(in: record.fields).contains { $0.action == .validate }
         }
         guard !needsDatabase else { return nil }
-        var result: ModifyResult
-        if batch.atomic, plan.outcomes.contains(where: \.isFailure) {
-            result = ModifyResult(outcomes: Self.atomicFailure(plan.outcomes), atomicFailed: true)
-        } else {
-            result = ModifyResult(outcomes: plan.outcomes, atomicFailed: false)
-            group.add(plan.writes, of: database, inZone: zoneID, lastSeq: plan.lastSeq)
-        }
-        if let idempotency = batch.idempotency {
-            let answer = try idempotency.answer(result)
-            result.answer = answer
+        let atomicFailure = batch.atomic && plan.outcomes.contains(where: \.isFailure)
+        var result =
+            atomicFailure
+            ? ModifyResult(outcomes: Self.atomicFailure(plan.outcomes), atomicFailed: true) : ModifyResult(outcomes: plan.outcomes, atomicFailed: false)
+        // The answer first: a batch that fails making it must leave nothing in the group.
+        result.answer = try batch.idempotency.map { try $0.answer(result) }
+        if !atomicFailure { group.add(plan.writes, of: database, inZone: zoneID, lastSeq: plan.lastSeq) }
+        if let idempotency = batch.idempotency, let answer = result.answer {
             group.keep(KeptAnswer(key: idempotency.key, requestHash: idempotency.requestHash, answer: answer), of: database, at: batch.stamp.timestamp)
         }
         return result
