@@ -33,8 +33,9 @@ extension RecordStore {
         erasure.publicRecords = try await self.deletePublicRecords(of: userRecordName, logger: logger)
         let (databases, blobs, records) = try await self.client.transaction(logger: logger) { connection in
             var databases: [Int64] = []
+            // In the order of their ids, as a group of writes takes them (RecordStore+GroupWrite): never in a circle.
             for try await id in try await connection.query(
-                "SELECT id FROM databases WHERE owner_account_id = \(accountID) FOR UPDATE", logger: logger
+                "SELECT id FROM databases WHERE owner_account_id = \(accountID) ORDER BY id FOR UPDATE", logger: logger
             ).decode(Int64.self) { databases.append(id) }
             var blobs: [(Int64, String)] = []
             for try await blob in try await connection.query(
