@@ -191,7 +191,7 @@ struct LockDatabases: PostgresPreparedStatement {
         SELECT d.id, d.change_seq,
             (SELECT max(version) FROM schema_versions v WHERE v.container = d.container AND v.environment = d.environment),
             d.container, d.environment
-        FROM unnest($1::bigint[]) AS w(id) JOIN LATERAL (SELECT * FROM databases WHERE id = w.id) d ON true
+        FROM unnest($1::bigint[]) AS w(id) JOIN LATERAL (SELECT * FROM databases WHERE id = w.id LIMIT 1) d ON true
         ORDER BY d.id FOR UPDATE OF d
         """
     typealias Row = (databaseID: Int64, start: BeginWrite.Row)
@@ -212,15 +212,16 @@ struct LockDatabases: PostgresPreparedStatement {
 
 /// What a group of batches plans from, once the databases' locks are held: for each (database, zone, record name)
 /// asked for, the zone's id and the stored record, if any. An empty name asks for the zone alone; a zone that does
-/// not exist gives no row. Both joins go by an index on equality, whatever the plan.
+/// not exist gives no row. `LIMIT 1` keeps each lookup a subquery of its own: pulled up into a plain join, a generic plan
+/// made while `records` was small hashed a scan of the whole table (~13 ms a group once it had grown, until ANALYZE).
 struct ReadGroup: PostgresPreparedStatement {
     static var name: String { "ReadGroup" }
     static let sql = """
         SELECT w.database_id, w.zone_name, z.id, r.record_name, r.record_type, r.change_seq, r.deleted, r.fields::text,
             r.created_ms, r.created_by, r.created_device, r.modified_ms, r.modified_by, r.modified_device
         FROM unnest($1::bigint[], $2::text[], $3::text[]) AS w(database_id, zone_name, record_name)
-        JOIN LATERAL (SELECT id FROM zones WHERE database_id = w.database_id AND zone_name = w.zone_name AND NOT deleted) z ON true
-        LEFT JOIN LATERAL (SELECT * FROM records WHERE zone_id = z.id AND record_name = w.record_name) r ON true
+        JOIN LATERAL (SELECT id FROM zones WHERE database_id = w.database_id AND zone_name = w.zone_name AND NOT deleted LIMIT 1) z ON true
+        LEFT JOIN LATERAL (SELECT * FROM records WHERE zone_id = z.id AND record_name = w.record_name LIMIT 1) r ON true
         """
     typealias Row = (databaseID: Int64, zoneName: String, zoneID: Int64, record: RecordStore.RecordColumns?)
 
