@@ -75,16 +75,24 @@ struct ReadForWrite: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row { try Self.decode(row) }
 
     static func decode(_ row: PostgresRow) throws -> Row {
-        let cells = row.makeRandomAccess()
-        let start = (
-            try cells[0].decode(Int64.self), try cells[1].decode(Int64?.self), try cells[2].decode(Int32?.self), try cells[3].decode(String.self),
-            try cells[4].decode(String.self)
+        let (
+            head, zoneID, schemaVersion, container, environment, hash, status, answer, name, type, seq, deleted, fields, createdMs, createdBy,
+            createdDevice, modifiedMs, modifiedBy, modifiedDevice
+        ) =
+            try row.decode(
+                (
+                    Int64, Int64?, Int32?, String, String, Data?, Int?, Data?, String?, String?, Int64?, Bool?, String?, Int64?, String?, String?,
+                    Int64?, String?, String?
+                ).self)
+        var answerColumns: (requestHash: Data, status: Int, body: Data)?
+        if let hash, let status, let answer { answerColumns = (hash, status, answer) }
+        let start = (head, zoneID, schemaVersion, container, environment)
+        guard let name, let type, let seq, let deleted, let fields, let createdMs, let createdBy, let createdDevice, let modifiedMs, let modifiedBy,
+            let modifiedDevice
+        else { return (start, (answerColumns, nil)) }
+        return (
+            start, (answerColumns, (name, type, seq, deleted, fields, createdMs, createdBy, createdDevice, modifiedMs, modifiedBy, modifiedDevice))
         )
-        var answer: (requestHash: Data, status: Int, body: Data)?
-        if let hash = try cells[5].decode(Data?.self), let status = try cells[6].decode(Int?.self), let body = try cells[7].decode(Data?.self) {
-            answer = (hash, status, body)
-        }
-        return (start, (answer, try RecordStore.recordColumns(in: cells, from: 8)))
     }
 }
 

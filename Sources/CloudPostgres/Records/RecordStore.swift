@@ -31,12 +31,12 @@ public final class RecordStore: Sendable {
     /// Optimistic writes that another write overtook and that were written again under the lock (RecordStore+Modify).
     public var writesRetriedUnderLock: Int { self.retriedUnderLock.load(ordering: .relaxed) }
     let retriedUnderLock = Atomic<Int>(0)
-    /// Concurrent writes of one lane share a transaction and its commit (RecordStore+GroupWrite).
+    /// Concurrent writes of one database share a transaction and its commit (RecordStore+Modify).
     let groupCommit = GroupCommit<Int64, WriteBatch, ModifyResult>()
     /// Writes that arrive while one runs share the next commit (`GroupCommit`), by lane: a database's writes always
     /// take the same lane, and lanes run side by side, so one slow group holds back a lane's writes, not all.
     static let writeLanes: Int64 = 4
-    /// Writes that shared a transaction with others of their lane.
+    /// Writes that shared a transaction with others of their database.
     public var writesWrittenTogether: Int { self.writtenTogether.load(ordering: .relaxed) }
     let writtenTogether = Atomic<Int>(0)
 
