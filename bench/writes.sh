@@ -8,10 +8,10 @@
 # execution, from pg_stat_statements).
 set -euo pipefail
 export PG_DURABLE="${PG_DURABLE:-1}"
-[ -z "${BENCH_STATEMENTS:-}" ] || export PG_OPTIONS="${PG_OPTIONS:-} -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all -c pg_stat_statements.track_planning=on"
 cd "$(dirname "$0")/.."
 source scripts/lib/postgres.sh
 source scripts/lib/bench-server.sh
+source scripts/lib/bench-cpu.sh
 ensure_packages
 ensure_wrk
 bin="$(bench_binary)"
@@ -20,47 +20,6 @@ seconds="${BENCH_SECONDS:-10}"
 "$bin" schema apply Resources/schema.json >/dev/null
 "$bin" schema deploy >/dev/null
 app="/database/1/iCloud.com.sportstime.app/development"
-tick_us=$((1000000 / $(getconf CLK_TCK)))
-
-# CPU in clock ticks of these processes and of their children that ended (/proc/PID/stat fields 14-17).
-cpu_ticks() { for pid in "$@"; do awk '{print $14 + $15 + $16 + $17}' "/proc/$pid/stat" 2>/dev/null || true; done | awk '{s += $1} END {print s + 0}'; }
-pg_ticks() {
-    local postmaster
-    postmaster="$(head -1 "$bench_work/pg/postmaster.pid")"
-    # shellcheck disable=SC2046
-    cpu_ticks "$postmaster" $(pgrep -P "$postmaster")
-}
-# row NAME CONNECTIONS COMMAND...: runs COMMAND (wrk or pgbench), prints req/s, p50, CPU µs per request.
-row() {
-    local name="$1" connections="$2"
-    shift 2
-    local server0 pg0 out server1 pg1 requests rate p50 errors
-    [ -z "${BENCH_STATEMENTS:-}" ] || psql -qAt "$STADIUMCLOUD_DATABASE_URL" -c "SELECT pg_stat_statements_reset()" >/dev/null
-    server0="$(cpu_ticks "$bench_server_pid")"
-    pg0="$(pg_ticks)"
-    out="$("$@" 2>&1)"
-    server1="$(cpu_ticks "$bench_server_pid")"
-    pg1="$(pg_ticks)"
-    if [ "$1" = pgbench ]; then
-        requests="$(echo "$out" | awk '/actually processed/ {print $NF}' | cut -d/ -f1)"
-        rate="$(echo "$out" | awk '/^tps/ {printf "%.0f", $3}')"
-        p50="$(echo "$out" | awk '/latency average/ {print $4 "ms"}')"
-        errors=0
-        server1="$server0"
-    else
-        requests="$(echo "$out" | awk '/requests in/ {print $1}')"
-        rate="$(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')"
-        p50="$(echo "$out" | awk '$1 == "50%" {print $2}')"
-        errors="$(echo "$out" | awk '/Non-2xx/ {print $NF}' | grep . || echo 0)"
-    fi
-    printf "%-46s c%-3s %7s req/s  p50 %9s  server %6s µs/req  PostgreSQL %6s µs/req  non-2xx %s\n" "$name" "$connections" "$rate" "$p50" \
-        "$(((server1 - server0) * tick_us / requests))" "$(((pg1 - pg0) * tick_us / requests))" "$errors"
-    [ -z "${BENCH_STATEMENTS:-}" ] || psql -qAt -F ' | ' "$STADIUMCLOUD_DATABASE_URL" -c "
-        SELECT round(((total_plan_time + total_exec_time) * 1000 / $requests)::numeric) || ' µs/req', calls,
-            left(regexp_replace(query, '\s+', ' ', 'g'), 120)
-        FROM pg_stat_statements ORDER BY total_plan_time + total_exec_time DESC LIMIT 6" | sed 's/^/    /'
-}
-wrk_row() { row "$1" "$2" wrk -t "$(($2 > 1 ? 2 : 1))" -c "$2" -d "${seconds}s" --latency -s "$3" "$4"; }
 
 # Accounts: 1,000 voters (the first 32 also save to their own databases), made 4 at a time.
 mkdir "$bench_work/accounts"
@@ -120,7 +79,7 @@ for i in $(seq 1 1000); do
 done
 rotating "$bench_work/votes.lua" "${votes[@]}"
 
-[ -z "${BENCH_STATEMENTS:-}" ] || psql -q "$STADIUMCLOUD_DATABASE_URL" -c "CREATE EXTENSION pg_stat_statements"
+statements_ready
 psql -q "$STADIUMCLOUD_DATABASE_URL" -c "CREATE TABLE raw_upsert (id int PRIMARY KEY, n int, notes text)"
 echo "\\set id random(1, 10000000)
 INSERT INTO raw_upsert VALUES (:id, 1, 'A visit to the ballpark with friends') ON CONFLICT (id) DO UPDATE SET n = raw_upsert.n + 1;" \

@@ -8,6 +8,18 @@ import Testing
         #expect(value["big"] == .int(9_007_199_254_740_993))
     }
 
+    /// The writer's numbers and strings are written straight into its bytes: every edge as `String` would write it.
+    @Test func writesNumbersAndEscapesAsTextWould() throws {
+        for number: Int64 in [0, 7, -1, 10, 1_735_689_600_000, .max, .min] {
+            #expect(JSONWriter.encode(.int(number)) == String(number))
+        }
+        var strings = JSONWriter()
+        strings.numbersAsStrings = true
+        strings.array { $0.int(-42); $0.string("plain"); $0.string("q\"b\\n\nt\t\u{1}é") }
+        #expect(String(decoding: strings.bytes, as: UTF8.self) == #"["-42","plain","q\"b\\n\nt\t\u0001é"]"#)
+        #expect(try JSONValue.parse(strings.bytes) == ["-42", "plain", "q\"b\\n\nt\t\u{1}é"])
+    }
+
     @Test(arguments: [
         "", "{", "1e400", "[1,]", "{\"a\" 1}", "tru", "\"unterminated", "01x", "{\"a\":1} extra", "\"\\q\"",
         String(repeating: "[", count: 300) + String(repeating: "]", count: 300),

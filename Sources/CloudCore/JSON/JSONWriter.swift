@@ -66,12 +66,20 @@ public struct JSONWriter: Sendable {
     public mutating func string(_ value: String) { self.separate(); self.appendQuoted(value) }
     public mutating func int(_ value: Int64) {
         self.separate()
-        if self.numbersAsStrings { self.appendQuoted(String(value)) } else { self.bytes.append(contentsOf: String(value).utf8) }
+        if self.numbersAsStrings {
+            self.bytes.append(UInt8(ascii: "\""))
+            self.appendDigits(value)
+            self.bytes.append(UInt8(ascii: "\""))
+        } else {
+            self.appendDigits(value)
+        }
     }
     public mutating func bool(_ value: Bool) { self.separate(); self.bytes.append(contentsOf: (value ? "true" : "false").utf8) }
     public mutating func null() { self.separate(); self.bytes.append(contentsOf: "null".utf8) }
     /// Appends already-encoded JSON text (for example a `jsonb` column) as one value.
     public mutating func raw(_ json: String) { self.separate(); self.bytes.append(contentsOf: json.utf8) }
+    /// Appends JSON written before, by another writer (a value repeated in every item of a list).
+    public mutating func raw(_ json: [UInt8]) { self.separate(); self.bytes.append(contentsOf: json) }
 
     public mutating func value(_ value: JSONValue) {
         switch value {
@@ -103,27 +111,52 @@ public struct JSONWriter: Sendable {
     }
 
     private mutating func appendQuoted(_ text: String) {
-        self.bytes.append(UInt8(ascii: "\""))
-        // Most strings need no escaping: copy them in one go.
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
-            self.bytes.append(contentsOf: text.utf8)
+        var text = text
+        text.withUTF8 { utf8 in
             self.bytes.append(UInt8(ascii: "\""))
-            return
-        }
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): self.bytes.append(contentsOf: [92, 34])
-            case UInt8(ascii: "\\"): self.bytes.append(contentsOf: [92, 92])
-            case 0x0A: self.bytes.append(contentsOf: [92, UInt8(ascii: "n")])
-            case 0x0D: self.bytes.append(contentsOf: [92, UInt8(ascii: "r")])
-            case 0x09: self.bytes.append(contentsOf: [92, UInt8(ascii: "t")])
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                self.bytes.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 15)]])
-            default: self.bytes.append(byte)
+            // Most strings need no escaping: copy them in one go.
+            var plain = true
+            for byte in utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C {
+                plain = false
+                break
             }
+            if plain {
+                self.bytes.append(contentsOf: utf8)
+            } else {
+                for byte in utf8 { self.appendEscaped(byte) }
+            }
+            self.bytes.append(UInt8(ascii: "\""))
         }
-        self.bytes.append(UInt8(ascii: "\""))
+    }
+
+    private mutating func appendEscaped(_ byte: UInt8) {
+        switch byte {
+        case UInt8(ascii: "\""): self.bytes.append(contentsOf: [92, 34])
+        case UInt8(ascii: "\\"): self.bytes.append(contentsOf: [92, 92])
+        case 0x0A: self.bytes.append(contentsOf: [92, UInt8(ascii: "n")])
+        case 0x0D: self.bytes.append(contentsOf: [92, UInt8(ascii: "r")])
+        case 0x09: self.bytes.append(contentsOf: [92, UInt8(ascii: "t")])
+        case 0..<0x20:
+            let hex = Array("0123456789abcdef".utf8)
+            self.bytes.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 15)]])
+        default: self.bytes.append(byte)
+        }
+    }
+
+    /// A number's decimal digits, without making a `String` of them first.
+    private mutating func appendDigits(_ value: Int64) {
+        if value < 0 { self.bytes.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for the 20 digits of the largest, written from the right
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var index = buffer.count
+            repeat {
+                index -= 1
+                buffer[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            self.bytes.append(contentsOf: buffer[index...])
+        }
     }
 
     /// Encodes one value to a `String`.

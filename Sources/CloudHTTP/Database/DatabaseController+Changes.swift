@@ -88,7 +88,7 @@ extension WireWriter {
     /// The members a page of zone changes adds to its zone's dictionary: `records`, `syncToken`, `moreComing`.
     mutating func changes(_ changes: ZoneChanges, zone: String, owner: String) {
         self.list("records") { writer in
-            for record in changes.records where !writer.unreadableTypes.contains(record.recordType) {
+            for record in changes.records where writer.unreadableTypes.isEmpty || !writer.unreadableTypes.contains(record.recordType) {
                 writer.record(record, zoneName: zone, owner: owner)
             }
         }

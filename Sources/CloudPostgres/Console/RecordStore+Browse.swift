@@ -83,7 +83,9 @@ extension RecordStore {
             let columns = Self.recordColumns(&builder, desiredKeys: nil)
             let from = Self.publicZones(&builder, scope)
             builder.append("SELECT \(columns) \(from) AND z.zone_name = \(builder.bind(zone)) AND r.record_name = \(builder.bind(recordName))")
-            guard let found = try await connection.query(builder.query, logger: logger).decode(RecordColumns.self).all().first else { return nil }
+            var found: Record?
+            for try await row in try await connection.query(builder.query, logger: logger) { found = try Self.record(from: Self.snapshot(row)) }
+            guard let found else { return nil }
             var referrers = SQLBuilder()
             let referrerColumns = Self.recordColumns(&referrers, desiredKeys: nil)
             let referrersFrom = Self.publicZones(&referrers, scope)
@@ -93,8 +95,9 @@ extension RecordStore {
                 AND jsonb_path_exists(r.fields, '$.*.value.recordName ? (@ == $name)', jsonb_build_object('name', \(referrers.bind(recordName))::text))
                 ORDER BY r.record_type, r.record_name LIMIT 100
                 """)
-            let others = try await connection.query(referrers.query, logger: logger).decode(RecordColumns.self).all()
-            return (try Self.record(from: Self.snapshot(found)), try others.map { try Self.record(from: Self.snapshot($0)) })
+            var others: [Record] = []
+            for try await row in try await connection.query(referrers.query, logger: logger) { others.append(try Self.record(from: Self.snapshot(row))) }
+            return (found, others)
         }
     }
 

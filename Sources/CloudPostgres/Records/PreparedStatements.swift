@@ -56,7 +56,7 @@ struct ReadForWrite: PostgresPreparedStatement {
         """
     }
     typealias Row = (start: BeginWrite.Row, found: Found)
-    typealias Found = (answer: (requestHash: Data, status: Int, body: Data)?, record: RecordStore.RecordColumns?)
+    typealias Found = (answer: (requestHash: Data, status: Int, body: Data)?, record: RecordSnapshot?)
 
     var databaseID: Int64
     var zoneName: String
@@ -75,24 +75,12 @@ struct ReadForWrite: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row { try Self.decode(row) }
 
     static func decode(_ row: PostgresRow) throws -> Row {
-        let (
-            head, zoneID, schemaVersion, container, environment, hash, status, answer, name, type, seq, deleted, fields, createdMs, createdBy,
-            createdDevice, modifiedMs, modifiedBy, modifiedDevice
-        ) =
-            try row.decode(
-                (
-                    Int64, Int64?, Int32?, String, String, Data?, Int?, Data?, String?, String?, Int64?, Bool?, String?, Int64?, String?, String?,
-                    Int64?, String?, String?
-                ).self)
+        var cells = RowCells(row)
+        let start: BeginWrite.Row = (try cells.next(), try cells.next(), try cells.next(), try cells.next(), try cells.next())
+        let (hash, status, answer) = (try cells.next(Data?.self), try cells.next(Int?.self), try cells.next(Data?.self))
         var answerColumns: (requestHash: Data, status: Int, body: Data)?
         if let hash, let status, let answer { answerColumns = (hash, status, answer) }
-        let start = (head, zoneID, schemaVersion, container, environment)
-        guard let name, let type, let seq, let deleted, let fields, let createdMs, let createdBy, let createdDevice, let modifiedMs, let modifiedBy,
-            let modifiedDevice
-        else { return (start, (answerColumns, nil)) }
-        return (
-            start, (answerColumns, (name, type, seq, deleted, fields, createdMs, createdBy, createdDevice, modifiedMs, modifiedBy, modifiedDevice))
-        )
+        return (start, (answerColumns, try RecordStore.snapshot(from: &cells)))
     }
 }
 
@@ -223,7 +211,7 @@ struct ReadGroup: PostgresPreparedStatement {
         JOIN LATERAL (SELECT id FROM zones WHERE database_id = w.database_id AND zone_name = w.zone_name AND NOT deleted LIMIT 1) z ON true
         LEFT JOIN LATERAL (SELECT * FROM records WHERE zone_id = z.id AND record_name = w.record_name LIMIT 1) r ON true
         """
-    typealias Row = (databaseID: Int64, zoneName: String, zoneID: Int64, record: RecordStore.RecordColumns?)
+    typealias Row = (databaseID: Int64, zoneName: String, zoneID: Int64, record: RecordSnapshot?)
 
     var asked: [(databaseID: Int64, zoneName: String, recordName: String)]
 
@@ -236,11 +224,8 @@ struct ReadGroup: PostgresPreparedStatement {
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {
-        let cells = row.makeRandomAccess()
-        return (
-            try cells[0].decode(Int64.self), try cells[1].decode(String.self), try cells[2].decode(Int64.self),
-            try RecordStore.recordColumns(in: cells, from: 3)
-        )
+        var cells = RowCells(row)
+        return (try cells.next(), try cells.next(), try cells.next(), try RecordStore.snapshot(from: &cells))
     }
 }
 
@@ -341,7 +326,8 @@ struct LookupOne: PostgresPreparedStatement {
         return bindings
     }
 
-    func decodeRow(_ row: PostgresRow) throws -> RecordStore.RecordColumns? {
-        try RecordStore.recordColumns(in: row.makeRandomAccess(), from: 0)
+    func decodeRow(_ row: PostgresRow) throws -> RecordSnapshot? {
+        var cells = RowCells(row)
+        return try RecordStore.snapshot(from: &cells)
     }
 }

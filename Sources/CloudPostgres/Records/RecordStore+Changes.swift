@@ -31,44 +31,23 @@ extension RecordStore {
         }
         return try await self.client.reading { connection in
             // One statement, one snapshot: the zone, the database head, the purge horizon and the rows.
-            var builder = SQLBuilder()
-            let columns = Self.recordColumns(&builder, desiredKeys: desiredKeys)
-            var filter = "r.change_seq > \(builder.bind(token?.seq ?? 0))"
-            // A first fetch skips tombstones: of records deleted before it began, which the client never had.
-            if let token, token.firstFetchHead > 0 {
-                filter += " AND (NOT r.deleted OR r.change_seq > \(builder.bind(token.firstFetchHead)))"
-            } else if token == nil {
-                filter += " AND NOT r.deleted"
-            }
-            if let recordTypes { filter += " AND r.record_type = ANY(\(builder.bind(recordTypes))::text[])" }
-            builder.append(
-                """
-                SELECT h.id, h.head, h.purged_seq, h.zone_seq, r.* FROM (
-                    SELECT z.id, d.change_seq AS head, z.purged_seq, z.change_seq AS zone_seq FROM databases d JOIN zones z ON z.database_id = d.id
-                    WHERE d.id = \(builder.bind(database.id)) AND z.zone_name = \(builder.bind(zoneName)) AND NOT z.deleted) h
-                LEFT JOIN LATERAL (
-                    SELECT \(columns) FROM records r WHERE r.zone_id = h.id AND \(filter)
-                    ORDER BY r.change_seq LIMIT \(builder.bind(limit + 1))) r ON true
-                """)
-            var zone: (id: Int64, head: Int64, purged: Int64, changeSeq: Int64)?
+            let page = ZoneChangesPage(
+                databaseID: database.id, zoneName: zoneName, after: token?.seq ?? 0,
+                // A first fetch skips tombstones: of records deleted before it began, which the client never had.
+                tombstonesAfter: token.map { $0.firstFetchHead > 0 ? $0.firstFetchHead : -1 } ?? .max,
+                recordTypes: recordTypes, desiredKeys: desiredKeys, limit: limit + 1)
+            var zone: ZoneHeads.Head?
             var records: [RecordSnapshot] = []
-            let rows = try await connection.query(builder.query, logger: logger)
-            for try await row in rows.decode(
-                (Int64, Int64, Int64, Int64, String?, String?, Int64?, Bool?, String?, Int64?, String?, String?, Int64?, String?, String?).self
-            ) {
-                zone = (row.0, row.1, row.2, row.3)
-                if let name = row.4, let type = row.5, let seq = row.6, let deleted = row.7, let fields = row.8,
-                    let cms = row.9, let cby = row.10, let cdev = row.11, let mms = row.12, let mby = row.13, let mdev = row.14
-                {
-                    records.append(Self.snapshot((name, type, seq, deleted, fields, cms, cby, cdev, mms, mby, mdev)))
-                }
+            for try await row in try await connection.execute(page, logger: logger) {
+                zone = row.zone
+                if let record = row.record { records.append(record) }
             }
             guard let zone else { throw CloudError.zoneNotFound(zoneName) }
             if let token {
                 if token.zoneID != zone.id {
                     try await self.rejectForeignZoneToken(token, zoneName: zoneName, in: database, on: connection, logger: logger)
                 }
-                if token.isExpired(purgedSeq: zone.purged) || token.seq > zone.head { throw CloudError.changeTokenExpired }
+                if token.isExpired(purgedSeq: zone.purgedSeq) || token.seq > zone.head { throw CloudError.changeTokenExpired }
             }
             let moreComing = records.count > limit
             if moreComing { records.removeLast() }
@@ -78,7 +57,7 @@ extension RecordStore {
             let position = moreComing ? records.last!.changeSeq : max(token?.seq ?? 0, zone.changeSeq)
             // The pages after a first one are still the first fetch: they skip what was deleted before it began.
             let firstFetchHead = moreComing ? (token.map(\.firstFetchHead) ?? zone.head) : 0
-            let next = self.token(.zone, in: database, zoneID: zone.id, seq: position, horizon: zone.purged, firstFetchHead: firstFetchHead)
+            let next = self.token(.zone, in: database, zoneID: zone.id, seq: position, horizon: zone.purgedSeq, firstFetchHead: firstFetchHead)
             return ZoneChanges(records: records, syncToken: next, moreComing: moreComing)
         }
     }
@@ -226,5 +205,41 @@ struct ZoneHeads: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row {
         let (database, name, id, head, purged, changed) = try row.decode((Int64, String, Int64, Int64, Int64, Int64).self)
         return (Key(databaseID: database, zoneName: name), Head(id: id, head: head, purgedSeq: purged, changeSeq: changed))
+    }
+}
+
+/// A page of a zone's changes after a position, with the zone, its database's head and its purge horizon, in one
+/// snapshot (`RecordStore.changes`): the function `zone_changes_page` (migrations/0015), which keeps one plan of its
+/// query, where the statement itself was planned anew for every page at about the cost of reading its rows.
+struct ZoneChangesPage: PostgresPreparedStatement {
+    static var name: String { "ZoneChangesPage" }
+    static let sql = "SELECT * FROM zone_changes_page($1, $2, $3, $4, $5, $6, $7)"
+
+    typealias Row = (zone: ZoneHeads.Head, record: RecordSnapshot?)
+
+    var databaseID: Int64
+    var zoneName: String
+    var after: Int64
+    var tombstonesAfter: Int64
+    var recordTypes: [String]?
+    var desiredKeys: [String]?
+    var limit: Int
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 7)
+        bindings.append(self.databaseID)
+        bindings.append(self.zoneName)
+        bindings.append(self.after)
+        bindings.append(self.tombstonesAfter)
+        bindings.append(self.recordTypes)
+        bindings.append(self.desiredKeys)
+        bindings.append(Int64(self.limit))
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        var cells = RowCells(row)
+        let zone = ZoneHeads.Head(id: try cells.next(), head: try cells.next(), purgedSeq: try cells.next(), changeSeq: try cells.next())
+        return (zone, try RecordStore.snapshot(from: &cells))
     }
 }

@@ -62,9 +62,7 @@ extension RecordStore {
             if let after { builder.append(" AND r.record_name > \(builder.bind(after))") }
             builder.append(" ORDER BY r.record_name LIMIT \(builder.bind(limit))")
             var page: [RecordSnapshot] = []
-            for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {
-                page.append(Self.snapshot(columns))
-            }
+            for try await row in try await connection.query(builder.query, logger: logger) { page.append(try Self.snapshot(row)) }
             return page
         }
     }

@@ -149,8 +149,8 @@ struct WriteGroup {
         guard !asked.isEmpty else { return group }
         for try await row in try await connection.execute(ReadGroup(asked: asked), logger: logger) {
             group.zones[ZoneKey(databaseID: row.databaseID, zoneName: row.zoneName)] = row.zoneID
-            if let columns = row.record {
-                let record = try RecordStore.record(from: RecordStore.snapshot(columns))
+            if let snapshot = row.record {
+                let record = try RecordStore.record(from: snapshot)
                 group.records[RecordKey(zoneID: row.zoneID, name: record.recordName)] = record
             }
         }

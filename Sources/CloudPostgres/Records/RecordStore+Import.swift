@@ -32,11 +32,12 @@ extension RecordStore {
                 "SELECT z.zone_name, \(columns) FROM records r JOIN zones z ON z.id = r.zone_id WHERE r.zone_id = ANY(\(builder.bind(Array(zoneIDs.values))))"
             )
             if let recordNames { builder.append(" AND r.record_name = ANY(\(builder.bind(recordNames)))") }
-            for try await row in try await connection.query(builder.query, logger: logger).decode(
-                (String, String, String, Int64, Bool, String, Int64, String, String, Int64, String, String).self
-            ) {
-                let record = try Self.record(from: Self.snapshot((row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9, row.10, row.11)))
-                stored[row.0, default: [:]][record.recordName] = record
+            for try await row in try await connection.query(builder.query, logger: logger) {
+                var cells = RowCells(row)
+                let zoneName: String = try cells.next()
+                guard let snapshot = try Self.snapshot(from: &cells) else { throw RowCells.missing }
+                let record = try Self.record(from: snapshot)
+                stored[zoneName, default: [:]][record.recordName] = record
             }
             let drafts = try decide(stored)
             guard commit else { return 0 }
@@ -88,8 +89,8 @@ extension RecordStore {
                 """)
             if let zone { builder.append(" AND z.zone_name = \(builder.bind(zone))") }
             var records: [Record] = []
-            for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {
-                records.append(try Self.record(from: Self.snapshot(columns)))
+            for try await row in try await connection.query(builder.query, logger: logger) {
+                records.append(try Self.record(from: Self.snapshot(row)))
             }
             return records
         }

@@ -124,8 +124,8 @@ extension RecordStore {
         for try await row in rows {
             start = row.start
             if let answer = try Self.storedAnswer(row.found.answer, to: batch.idempotency) { stored = answer }
-            if let columns = row.found.record {
-                let record = try Self.record(from: Self.snapshot(columns))
+            if let snapshot = row.found.record {
+                let record = try Self.record(from: snapshot)
                 existing[record.recordName] = record
             }
         }
@@ -330,8 +330,8 @@ extension RecordStore {
                 "SELECT \(columns) FROM records r WHERE r.zone_id = \(builder.bind(zoneID)) AND NOT r.deleted AND r.cascade_refs && \(builder.bind(deleted))::text[]"
             )
             var next: [String] = []
-            for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {
-                let snapshot = Self.snapshot(columns)
+            for try await row in try await connection.query(builder.query, logger: logger) {
+                let snapshot = try Self.snapshot(row)
                 guard touched.insert(snapshot.recordName).inserted else { continue }
                 lastSeq += 1
                 writes.append(

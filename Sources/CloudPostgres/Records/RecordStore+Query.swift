@@ -36,9 +36,11 @@ extension RecordStore {
             var records: [RecordSnapshot] = []
             var zoneNames: [String] = []
             let rows = try await connection.query(builder.query, logger: logger)
-            for try await c in rows.decode((String, String, Int64, Bool, String, Int64, String, String, Int64, String, String, String).self) {
-                records.append(Self.snapshot((c.0, c.1, c.2, c.3, c.4, c.5, c.6, c.7, c.8, c.9, c.10)))
-                zoneNames.append(c.11)
+            for try await row in rows {
+                var cells = RowCells(row)
+                guard let record = try Self.snapshot(from: &cells) else { throw RowCells.missing }
+                records.append(record)
+                zoneNames.append(try cells.next())
             }
             let more = records.count > limit
             if more {

@@ -50,15 +50,10 @@ extension RecordStore {
                 """)
             var zone: (head: Int64, horizon: Int64)?
             var records: [RecordSnapshot] = []
-            for try await row in try await connection.query(builder.query, logger: logger).decode(
-                (Int64, Int64, String?, String?, Int64?, Bool?, String?, Int64?, String?, String?, Int64?, String?, String?).self
-            ) {
-                zone = (row.0, row.1)
-                if let name = row.2, let type = row.3, let seq = row.4, let deleted = row.5, let fields = row.6,
-                    let cms = row.7, let cby = row.8, let cdev = row.9, let mms = row.10, let mby = row.11, let mdev = row.12
-                {
-                    records.append(Self.snapshot((name, type, seq, deleted, fields, cms, cby, cdev, mms, mby, mdev)))
-                }
+            for try await row in try await connection.query(builder.query, logger: logger) {
+                var cells = RowCells(row)
+                zone = (try cells.next(), try cells.next())
+                if let record = try Self.snapshot(from: &cells) { records.append(record) }
             }
             guard let zone else { throw CloudError.zoneNotFound(zoneName) }
             guard from >= zone.horizon else { throw CloudError.changeTokenExpired }

@@ -36,24 +36,21 @@ extension RecordStore {
         """
     }
 
-    typealias RecordColumns = (String, String, Int64, Bool, String, Int64, String, String, Int64, String, String)
-
-    /// The record columns of a row from `offset` on, nil when the row has no record there (an outer join found none).
-    static func recordColumns(in cells: PostgresRandomAccessRow, from offset: Int) throws -> RecordColumns? {
-        guard let name = try cells[offset].decode(String?.self) else { return nil }
-        return (
-            name, try cells[offset + 1].decode(String.self), try cells[offset + 2].decode(Int64.self), try cells[offset + 3].decode(Bool.self),
-            try cells[offset + 4].decode(String.self), try cells[offset + 5].decode(Int64.self), try cells[offset + 6].decode(String.self),
-            try cells[offset + 7].decode(String.self), try cells[offset + 8].decode(Int64.self), try cells[offset + 9].decode(String.self),
-            try cells[offset + 10].decode(String.self)
-        )
+    /// The record columns (`recordColumns`) at the cells' position, nil when the row has none there (an outer join
+    /// found none).
+    static func snapshot(from cells: inout RowCells) throws -> RecordSnapshot? {
+        guard let name = try cells.next(String?.self) else { return nil }
+        return RecordSnapshot(
+            recordName: name, recordType: try cells.next(), changeSeq: try cells.next(), deleted: try cells.next(), fieldsJSON: try cells.next(),
+            created: ChangeStamp(timestamp: try cells.next(), userRecordName: try cells.next(), deviceID: try cells.next()),
+            modified: ChangeStamp(timestamp: try cells.next(), userRecordName: try cells.next(), deviceID: try cells.next()))
     }
 
-    static func snapshot(_ c: RecordColumns) -> RecordSnapshot {
-        RecordSnapshot(
-            recordName: c.0, recordType: c.1, changeSeq: c.2, deleted: c.3, fieldsJSON: c.4,
-            created: ChangeStamp(timestamp: c.5, userRecordName: c.6, deviceID: c.7),
-            modified: ChangeStamp(timestamp: c.8, userRecordName: c.9, deviceID: c.10))
+    /// A row that is only the record columns.
+    static func snapshot(_ row: PostgresRow) throws -> RecordSnapshot {
+        var cells = RowCells(row)
+        guard let snapshot = try Self.snapshot(from: &cells) else { throw RowCells.missing }
+        return snapshot
     }
 
     /// A stored record with its fields parsed.
@@ -70,10 +67,29 @@ extension RecordStore {
         let columns = Self.recordColumns(&builder, desiredKeys: nil)
         builder.append("SELECT \(columns) FROM \(Self.recordsNamed(builder.bind(names), inZone: builder.bind(zoneID))) r")
         var records: [String: Record] = [:]
-        for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {
-            let record = try Self.record(from: Self.snapshot(columns))
+        for try await row in try await connection.query(builder.query, logger: logger) {
+            let record = try Self.record(from: Self.snapshot(row))
             records[record.recordName] = record
         }
         return records
     }
+}
+
+/// A row's cells read in order, each decoded as the type asked for. `row.decode((A, B, …).self)` instantiates generic
+/// tuple metadata and copies the tuple for every row, which cost a page of records more than their bytes did.
+struct RowCells {
+    private var cells: PostgresRow.Iterator
+
+    init(_ row: PostgresRow) { self.cells = row.makeIterator() }
+
+    mutating func next<Value: PostgresDecodable>(_: Value.Type = Value.self) throws -> Value {
+        guard let cell = self.cells.next() else { throw Self.missing }
+        return try cell.decode(Value.self, context: .default)
+    }
+
+    /// Skips `count` cells.
+    mutating func skip(_ count: Int) { for _ in 0..<count { _ = self.cells.next() } }
+
+    /// A statement answered fewer columns than its decoding reads: a mistake in this code, not in a request.
+    static let missing = PostgresDecodingError.Code.missingData
 }

@@ -146,8 +146,9 @@ public final class RecordStore: Sendable {
                     "SELECT \(columns) FROM \(Self.recordsNamed(builder.bind(names), inZone: builder.bind(zoneID))) r WHERE NOT r.deleted"
                 )
                 var found: [String: RecordSnapshot] = [:]
-                for try await columns in try await connection.query(builder.query, logger: logger).decode(RecordColumns.self) {
-                    found[columns.0] = Self.snapshot(columns)
+                for try await row in try await connection.query(builder.query, logger: logger) {
+                    let record = try Self.snapshot(row)
+                    found[record.recordName] = record
                 }
                 for index in indices { answers[index] = found[wanted[index].name] }
             }
@@ -166,9 +167,9 @@ extension RecordStore {
         let statement = LookupOne(databaseID: database.id, zoneName: zoneName, recordName: wanted.name, desiredKeys: wanted.desiredKeys)
         var zoneFound = false
         var found: RecordSnapshot?
-        for try await columns in try await connection.execute(statement, logger: logger) {
+        for try await record in try await connection.execute(statement, logger: logger) {
             zoneFound = true
-            found = columns.map(Self.snapshot)
+            found = record
         }
         guard zoneFound else { throw CloudError.zoneNotFound(zoneName) }
         return found

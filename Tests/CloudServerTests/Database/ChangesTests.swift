@@ -27,6 +27,25 @@ import Testing
         }
     }
 
+    @Test func aPageCarriesOnlyTheDesiredRecordTypesAndKeys() async throws {
+        try await TestServer.run { server in
+            try await server.modify([
+                Op.create("v1", ["n": .int(1), "note": "a"]), Op.create("p1", type: "Photo", ["n": .int(2)]),
+                Op.create("v2", ["n": .int(3), "note": "b"]),
+            ])
+            let entry: [String: JSONValue] = ["zoneID": ["zoneName": "_defaultZone"], "desiredRecordTypes": ["Visit"], "desiredKeys": ["note"]]
+            let page = try #require(try await server.call("changes/zone", ["zones": [.object(entry)]], as: server.alice).json["zones"]?[0])
+            #expect(page["records"]?.arrayValue?.map { $0["recordName"] } == ["v1", "v2"])
+            #expect(page["records"]?[0]?["fields"] == ["note": ["type": "STRING", "value": "a"]])
+            var none = entry
+            none["desiredKeys"] = []
+            let bare = try #require(try await server.call("changes/zone", ["zones": [.object(none)]], as: server.alice).json["zones"]?[0])
+            #expect(bare["records"]?[1]?["fields"] == [:])
+            // The same token from a page of some types or keys as from a page of all.
+            #expect(page["syncToken"]?.stringValue == (try await server.pull()).token)
+        }
+    }
+
     /// Regression: every delta answered the database's head, so the token of a zone nobody wrote to moved with every
     /// write to another (every season's token moved when one score was corrected). It stays, and skips nothing.
     @Test func aZoneNobodyWroteToKeepsItsTokenWhileOthersChange() async throws {
