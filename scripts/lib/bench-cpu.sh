@@ -2,7 +2,7 @@
 # before bench_start_server. `row NAME CONNECTIONS COMMAND…` runs wrk or pgbench and prints req/s, p50 and each
 # side's CPU µs per request (also left in row_server_us and row_pg_us). BENCH_STATEMENTS=1 loads pg_stat_statements
 # into PostgreSQL (statements_ready creates it once the database is there) and prints after each row the statements
-# that cost PostgreSQL most.
+# that cost PostgreSQL most (as many plans as calls: a prepared statement planned anew for every execution).
 [ -z "${BENCH_STATEMENTS:-}" ] || export PG_OPTIONS="${PG_OPTIONS:-} -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all -c pg_stat_statements.track_planning=on"
 statements_ready() { [ -z "${BENCH_STATEMENTS:-}" ] || psql -q "$STADIUMCLOUD_DATABASE_URL" -c "CREATE EXTENSION pg_stat_statements"; }
 
@@ -44,7 +44,7 @@ row() {
     printf "%-46s c%-3s %7s req/s  p50 %9s  server %6s µs/req  PostgreSQL %6s µs/req  non-2xx %s\n" "$name" "$connections" "$rate" "$p50" \
         "$row_server_us" "$row_pg_us" "$errors"
     [ -z "${BENCH_STATEMENTS:-}" ] || psql -qAt -F ' | ' "$STADIUMCLOUD_DATABASE_URL" -c "
-        SELECT round(((total_plan_time + total_exec_time) * 1000 / $requests)::numeric) || ' µs/req', calls,
+        SELECT round(((total_plan_time + total_exec_time) * 1000 / $requests)::numeric) || ' µs/req', calls || ' calls', plans || ' plans',
             left(regexp_replace(query, '\s+', ' ', 'g'), 120)
         FROM pg_stat_statements ORDER BY total_plan_time + total_exec_time DESC LIMIT 6" | sed 's/^/    /'
 }

@@ -115,12 +115,7 @@ public struct JSONWriter: Sendable {
         text.withUTF8 { utf8 in
             self.bytes.append(UInt8(ascii: "\""))
             // Most strings need no escaping: copy them in one go.
-            var plain = true
-            for byte in utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C {
-                plain = false
-                break
-            }
-            if plain {
+            if !utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
                 self.bytes.append(contentsOf: utf8)
             } else {
                 for byte in utf8 { self.appendEscaped(byte) }

@@ -87,9 +87,6 @@ struct RowCells {
         return try cell.decode(Value.self, context: .default)
     }
 
-    /// Skips `count` cells.
-    mutating func skip(_ count: Int) { for _ in 0..<count { _ = self.cells.next() } }
-
     /// A statement answered fewer columns than its decoding reads: a mistake in this code, not in a request.
     static let missing = PostgresDecodingError.Code.missingData
 }
