@@ -5,19 +5,11 @@
 # 100-change delta of one account's private zone. BENCH_ROUNDS (default 1) repeats the rows; BENCH_STATEMENTS=1
 # prints the statements that cost PostgreSQL most.
 set -euo pipefail
-export PG_DURABLE="${PG_DURABLE:-1}"
 cd "$(dirname "$0")/.."
 source scripts/lib/postgres.sh
 source scripts/lib/bench-server.sh
 source scripts/lib/bench-cpu.sh
-ensure_packages
-ensure_wrk
-bin="$(bench_binary)"
-bench_start_server "$bin" --container iCloud.com.sportstime.app
-seconds="${BENCH_SECONDS:-10}"
-"$bin" schema apply Resources/schema.json >/dev/null
-"$bin" schema deploy >/dev/null
-statements_ready
+bench_start_app
 zone_url="$bench_url/database/1/iCloud.com.sportstime.app/development/private"
 query="ckAPIToken=$api_token&ckWebAuthToken=$web_token"
 post() { curl -sS --fail-with-body -X POST -H 'Content-Type: application/json' "$zone_url/$1?$query" -d @-; }

@@ -7,18 +7,11 @@
 # repeats the rows. BENCH_STATEMENTS=1 prints after each row the statements that cost PostgreSQL most (planning and
 # execution, from pg_stat_statements).
 set -euo pipefail
-export PG_DURABLE="${PG_DURABLE:-1}"
 cd "$(dirname "$0")/.."
 source scripts/lib/postgres.sh
 source scripts/lib/bench-server.sh
 source scripts/lib/bench-cpu.sh
-ensure_packages
-ensure_wrk
-bin="$(bench_binary)"
-bench_start_server "$bin" --container iCloud.com.sportstime.app
-seconds="${BENCH_SECONDS:-10}"
-"$bin" schema apply Resources/schema.json >/dev/null
-"$bin" schema deploy >/dev/null
+bench_start_app
 app="/database/1/iCloud.com.sportstime.app/development"
 
 # Accounts: 1,000 voters (the first 32 also save to their own databases), made 4 at a time.
@@ -79,7 +72,6 @@ for i in $(seq 1 1000); do
 done
 rotating "$bench_work/votes.lua" "${votes[@]}"
 
-statements_ready
 psql -q "$STADIUMCLOUD_DATABASE_URL" -c "CREATE TABLE raw_upsert (id int PRIMARY KEY, n int, notes text)"
 echo "\\set id random(1, 10000000)
 INSERT INTO raw_upsert VALUES (:id, 1, 'A visit to the ballpark with friends') ON CONFLICT (id) DO UPDATE SET n = raw_upsert.n + 1;" \

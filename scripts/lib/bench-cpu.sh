@@ -6,6 +6,21 @@
 [ -z "${BENCH_STATEMENTS:-}" ] || export PG_OPTIONS="${PG_OPTIONS:-} -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all -c pg_stat_statements.track_planning=on"
 statements_ready() { [ -z "${BENCH_STATEMENTS:-}" ] || psql -q "$STADIUMCLOUD_DATABASE_URL" -c "CREATE EXTENSION pg_stat_statements"; }
 
+# The app's container served on a durable PostgreSQL (PG_DURABLE=1 unless set) with its schema deployed: what
+# bench/writes.sh and bench/pages.sh measure. Sets bin and seconds (BENCH_SECONDS, default 10) besides
+# bench_start_server's variables.
+bench_start_app() {
+    export PG_DURABLE="${PG_DURABLE:-1}"
+    ensure_packages
+    ensure_wrk
+    bin="$(bench_binary)"
+    bench_start_server "$bin" --container iCloud.com.sportstime.app
+    seconds="${BENCH_SECONDS:-10}"
+    "$bin" schema apply Resources/schema.json >/dev/null
+    "$bin" schema deploy >/dev/null
+    statements_ready
+}
+
 tick_us=$((1000000 / $(getconf CLK_TCK)))
 
 # CPU in clock ticks of these processes and of their children that ended (/proc/PID/stat fields 14-17).

@@ -105,22 +105,36 @@ final class WebAuthSessions: Sendable {
     }
 
     private func load(_ id: Int64, logger: Logger) async throws -> Session? {
-        try await translatingDatabaseErrors {
-            let rows = try await self.client.query(
-                """
-                SELECT a.id, a.name, a.user_record_name, s.idle_ms, s.revoked_ms IS NOT NULL, u.generation, u.first_used_ms
-                FROM auth_sessions s JOIN accounts a ON a.id = s.account_id
-                LEFT JOIN LATERAL (SELECT generation, first_used_ms FROM auth_session_uses WHERE session_id = s.id ORDER BY generation DESC LIMIT 1) u ON true
-                WHERE s.id = \(id)
-                """, logger: logger)
-            for try await (account, name, recordName, idle, revoked, newest, used) in rows.decode(
-                (Int64, String, String, Int64, Bool, Int64?, Int64?).self)
-            {
-                return Session(
-                    account: Account(id: account, name: name, userRecordName: recordName), idleMs: idle, revoked: revoked, newest: newest ?? -1,
-                    newestUsedMs: used ?? 0)
-            }
+        try await self.client.reading { connection in
+            for try await session in try await connection.execute(LoadSession(id: id), logger: logger) { return session }
             return nil
+        }
+    }
+
+    /// A session with its account and newest generation. Prepared: every signed-in request whose session this
+    /// process has not read within `cacheLifetime` reads it, and the statement was parsed and planned for each.
+    private struct LoadSession: PostgresPreparedStatement {
+        static var name: String { "LoadSession" }
+        static let sql = """
+            SELECT a.id, a.name, a.user_record_name, s.idle_ms, s.revoked_ms IS NOT NULL, u.generation, u.first_used_ms
+            FROM auth_sessions s JOIN accounts a ON a.id = s.account_id
+            LEFT JOIN LATERAL (SELECT generation, first_used_ms FROM auth_session_uses WHERE session_id = s.id ORDER BY generation DESC LIMIT 1) u ON true
+            WHERE s.id = $1
+            """
+
+        var id: Int64
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(self.id)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Session {
+            let (account, name, recordName, idle, revoked, newest, used) = try row.decode((Int64, String, String, Int64, Bool, Int64?, Int64?).self)
+            return Session(
+                account: Account(id: account, name: name, userRecordName: recordName), idleMs: idle, revoked: revoked, newest: newest ?? -1,
+                newestUsedMs: used ?? 0)
         }
     }
 
