@@ -167,18 +167,12 @@ struct ZoneHeads: PostgresPreparedStatement {
         JOIN zones z ON z.database_id = d.id AND z.zone_name = k.zone_name AND NOT z.deleted
         """
 
-    /// Zone names compare byte for byte, as PostgreSQL compares them; `String`'s equality would take two canonically
-    /// equivalent names (é precomposed and decomposed), which may be two zones, for one.
+    /// Zone names compare byte for byte (`ExactName`).
     struct Key: Hashable, Sendable {
         var databaseID: Int64
-        var zoneName: String
+        var zoneName: ExactName
 
-        static func == (a: Key, b: Key) -> Bool { a.databaseID == b.databaseID && a.zoneName.utf8.elementsEqual(b.zoneName.utf8) }
-
-        func hash(into hasher: inout Hasher) {
-            hasher.combine(self.databaseID)
-            for byte in self.zoneName.utf8 { hasher.combine(byte) }
-        }
+        init(databaseID: Int64, zoneName: String) { (self.databaseID, self.zoneName) = (databaseID, ExactName(zoneName)) }
     }
 
     struct Head: Sendable {
@@ -198,7 +192,7 @@ struct ZoneHeads: PostgresPreparedStatement {
         let keys = Array(self.keys)
         var bindings = PostgresBindings(capacity: 2)
         bindings.append(keys.map(\.databaseID))
-        bindings.append(keys.map(\.zoneName))
+        bindings.append(keys.map(\.zoneName.text))
         return bindings
     }
 

@@ -45,19 +45,12 @@ extension RecordStore {
                     try await group.store(on: connection, logger: logger)
                     inMemory = false
                 }
-                let stored: StoredAnswer?
-                let basis: WriteBasis
-                do { (stored, basis) = try await self.read(for: batch, on: connection, logger: logger) } catch let refusal as CloudError {
+                let found: (StoredAnswer?, WriteBasis)
+                do { found = try await self.read(for: batch, on: connection, logger: logger) } catch let refusal as CloudError {
                     results.append(.failure(refusal))
                     continue
                 }
-                if let stored {
-                    results.append(.success(ModifyResult(outcomes: [], atomicFailed: false, answer: stored)))
-                } else if let written = try await self.write(batch, on: basis, holdingLock: true, connection, logger: logger) {
-                    results.append(.success(written))
-                } else {
-                    throw CloudError(.internalError, "a write under the database lock asked for the lock")
-                }
+                results.append(.success(try await self.writeLocked(batch, from: found, on: connection, logger: logger)))
             }
             try await group.store(on: connection, logger: logger)
             self.writtenTogether.add(batches.count, ordering: .relaxed)
@@ -102,22 +95,29 @@ extension RecordStore {
     }
 }
 
-/// What a group of batches reads under its databases' locks and has written so far, not yet stored.
+/// What a group of batches reads under its databases' locks and has written so far, not yet stored. Its keys compare
+/// names as the database does (`ExactName`).
 struct WriteGroup {
     struct ZoneKey: Hashable {
         var databaseID: Int64
-        var zoneName: String
+        var zoneName: ExactName
+
+        init(databaseID: Int64, zoneName: String) { (self.databaseID, self.zoneName) = (databaseID, ExactName(zoneName)) }
     }
 
     /// Zone ids are unique across databases.
     struct RecordKey: Hashable {
         var zoneID: Int64
-        var name: String
+        var name: ExactName
+
+        init(zoneID: Int64, name: String) { (self.zoneID, self.name) = (zoneID, ExactName(name)) }
     }
 
     struct AnswerKey: Hashable {
         var databaseID: Int64
-        var key: String
+        var key: ExactName
+
+        init(databaseID: Int64, key: String) { (self.databaseID, self.key) = (databaseID, ExactName(key)) }
     }
 
     /// Each database's change number after the group's writes so far.
@@ -139,10 +139,11 @@ struct WriteGroup {
     {
         var group = WriteGroup(heads: heads)
         var asked: [(databaseID: Int64, zoneName: String, recordName: String)] = []
-        var seen = Set<[String]>()
+        var seen: [ZoneKey: Set<ExactName>] = [:]
         for batch in batches {
+            let zone = ZoneKey(databaseID: batch.database.id, zoneName: batch.zoneName)
             for name in [""] + batch.operations.filter({ $0.refusal == nil }).map(\.recordName)
-            where seen.insert([String(batch.database.id), batch.zoneName, name]).inserted {
+            where seen[zone, default: []].insert(ExactName(name)).inserted {
                 asked.append((batch.database.id, batch.zoneName, name))
             }
         }

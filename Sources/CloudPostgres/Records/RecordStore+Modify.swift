@@ -98,9 +98,16 @@ extension RecordStore {
     /// then read under the lock too: a retry racing its original waits for it, then finds its answer.
     func writeUnderLock(_ batch: WriteBatch, on connection: PostgresConnection, logger: Logger) async throws -> ModifyResult {
         _ = try await Self.lockChangeSequence(of: batch.database, on: connection, logger: logger)
-        let (stored, basis) = try await self.read(for: batch, on: connection, logger: logger)
-        if let stored { return ModifyResult(outcomes: [], atomicFailed: false, answer: stored) }
-        guard let result = try await self.write(batch, on: basis, holdingLock: true, connection, logger: logger) else {
+        return try await self.writeLocked(batch, from: self.read(for: batch, on: connection, logger: logger), on: connection, logger: logger)
+    }
+
+    /// With the database's lock held: the answer stored for the batch's key, or the batch written on what `read(for:)`
+    /// found.
+    func writeLocked(_ batch: WriteBatch, from found: (StoredAnswer?, WriteBasis), on connection: PostgresConnection, logger: Logger)
+        async throws -> ModifyResult
+    {
+        if let stored = found.0 { return ModifyResult(outcomes: [], atomicFailed: false, answer: stored) }
+        guard let result = try await self.write(batch, on: found.1, holdingLock: true, connection, logger: logger) else {
             throw CloudError(.internalError, "a write under the database lock asked for the lock")
         }
         return result
