@@ -15,7 +15,11 @@ import Testing
         }
         var strings = JSONWriter()
         strings.numbersAsStrings = true
-        strings.array { $0.int(-42); $0.string("plain"); $0.string("q\"b\\n\nt\t\u{1}é") }
+        strings.array { writer in
+            writer.int(-42)
+            writer.string("plain")
+            writer.string("q\"b\\n\nt\t\u{1}é")
+        }
         #expect(String(decoding: strings.bytes, as: UTF8.self) == #"["-42","plain","q\"b\\n\nt\t\u0001é"]"#)
         #expect(try JSONValue.parse(strings.bytes) == ["-42", "plain", "q\"b\\n\nt\t\u{1}é"])
     }

@@ -96,7 +96,9 @@ extension RecordStore {
                 ORDER BY r.record_type, r.record_name LIMIT 100
                 """)
             var others: [Record] = []
-            for try await row in try await connection.query(referrers.query, logger: logger) { others.append(try Self.record(from: Self.snapshot(row))) }
+            for try await row in try await connection.query(referrers.query, logger: logger) {
+                others.append(try Self.record(from: Self.snapshot(row)))
+            }
             return (found, others)
         }
     }

@@ -31,9 +31,12 @@ extension RecordStore {
                 WHERE r.created_by = \(userRecordName) AND NOT r.deleted
                 """, logger: logger
             ).decode((Int64, String, String, String, String).self) {
-                databases[databaseID, default: ExportedDatabase(
-                    id: databaseID, container: container, environment: environment, scope: DatabaseScope(rawValue: scope) ?? .private, zones: []
-                )].zones.append(zone)
+                databases[
+                    databaseID,
+                    default: ExportedDatabase(
+                        id: databaseID, container: container, environment: environment, scope: DatabaseScope(rawValue: scope) ?? .private, zones: []
+                    )
+                ].zones.append(zone)
             }
             // Private first: `d1` is the person's own.
             return databases.values.sorted { ($0.scope == .public ? 1 : 0, $0.id) < ($1.scope == .public ? 1 : 0, $1.id) }.map { database in

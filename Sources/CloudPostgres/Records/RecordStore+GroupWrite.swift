@@ -84,12 +84,14 @@ extension RecordStore {
         let atomicFailure = batch.atomic && plan.outcomes.contains(where: \.isFailure)
         var result =
             atomicFailure
-            ? ModifyResult(outcomes: Self.atomicFailure(plan.outcomes), atomicFailed: true) : ModifyResult(outcomes: plan.outcomes, atomicFailed: false)
+            ? ModifyResult(outcomes: Self.atomicFailure(plan.outcomes), atomicFailed: true)
+            : ModifyResult(outcomes: plan.outcomes, atomicFailed: false)
         // The answer first: a batch that fails making it must leave nothing in the group.
         result.answer = try batch.idempotency.map { try $0.answer(result) }
         if !atomicFailure { group.add(plan.writes, of: database, inZone: zoneID, lastSeq: plan.lastSeq) }
         if let idempotency = batch.idempotency, let answer = result.answer {
-            group.keep(KeptAnswer(key: idempotency.key, requestHash: idempotency.requestHash, answer: answer), of: database, at: batch.stamp.timestamp)
+            group.keep(
+                KeptAnswer(key: idempotency.key, requestHash: idempotency.requestHash, answer: answer), of: database, at: batch.stamp.timestamp)
         }
         return result
     }
@@ -199,7 +201,8 @@ struct WriteGroup {
             zoneHeads[write.zoneID] = (write.record.changeSeq, write.record.modified.timestamp)
         }
         let statement = StoreGroup(
-            heads: self.moved.map { ($0, self.heads[$0]!) }, zoneHeads: zoneHeads.map { ($0.key, $0.value.seq, $0.value.modifiedMs) }, kept: self.kept,
+            heads: self.moved.map { ($0, self.heads[$0]!) }, zoneHeads: zoneHeads.map { ($0.key, $0.value.seq, $0.value.modifiedMs) },
+            kept: self.kept,
             writes: last.values.sorted().map { self.writes[$0] })
         for try await _ in try await connection.execute(statement, logger: logger) {}
         self.writes = []

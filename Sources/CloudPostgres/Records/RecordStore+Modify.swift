@@ -280,7 +280,8 @@ extension RecordStore {
     }
 
     /// The schema in force and where it is, from a write's first row.
-    func schemaInForce(_ row: BeginWrite.Row, on connection: PostgresConnection, logger: Logger) async throws -> (schema: Schema?, scope: SchemaScope) {
+    func schemaInForce(_ row: BeginWrite.Row, on connection: PostgresConnection, logger: Logger) async throws -> (schema: Schema?, scope: SchemaScope)
+    {
         let scope = SchemaScope(container: row.container, environment: row.environment)
         // Nothing deployed yet: development takes anything, production nothing (CloudKit's refuses what was never
         // deployed), so a fresh install cannot fill production with types no schema will accept later.

@@ -86,9 +86,12 @@ public final class RecordStore: Sendable {
             return DatabaseRef(id: id, scope: scope, ownerRecordName: ownerName)
         }
         let id: Int64
-        do { id = try await self.findOrCreateDatabase(container: container, environment: environment, scope: scope, owner: owner, logger: logger) }
-        // No account row to own it: erased since the request was authenticated.
-        catch let error as PSQLError where error.serverInfo?[.sqlState] == "23503" { throw CloudError.accountErased }
+        do {
+            id = try await self.findOrCreateDatabase(container: container, environment: environment, scope: scope, owner: owner, logger: logger)
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23503" {
+            // No account row to own it: erased since the request was authenticated.
+            throw CloudError.accountErased
+        }
         self.databaseIDs.withLock { $0[key] = id }
         return DatabaseRef(id: id, scope: scope, ownerRecordName: ownerName)
     }

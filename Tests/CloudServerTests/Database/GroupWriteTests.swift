@@ -23,7 +23,9 @@ import Testing
         RecordOperation(type: type, recordName: name, recordType: "Note", fields: fields.mapValues { ["value": .int($0)] })
     }
 
-    static func fields(of name: String, in store: RecordStore, _ database: DatabaseRef, zone: String = defaultZoneName) async throws -> RecordSnapshot? {
+    static func fields(of name: String, in store: RecordStore, _ database: DatabaseRef, zone: String = defaultZoneName) async throws
+        -> RecordSnapshot?
+    {
         try await store.lookup([(name, nil)], zoneName: zone, in: database, logger: Self.logger)[0]
     }
 
@@ -59,10 +61,14 @@ import Testing
         try await withTestStore { dependencies in
             let store = dependencies.records
             let database = try await ConcurrencyTests.privateDatabase(of: "groupsees", in: dependencies)
-            _ = try await store.modify([Self.save(.create, "kept", ["n": 0]), Self.save(.create, "gone", ["n": 0])],
-                zoneName: defaultZoneName, atomic: nil, in: database, stamp: ChangeStamp(timestamp: 1, userRecordName: "_w", deviceID: "d"), logger: Self.logger)
-            _ = try await store.modify([RecordOperation(type: .forceDelete, recordName: "gone")],
-                zoneName: defaultZoneName, atomic: nil, in: database, stamp: ChangeStamp(timestamp: 2, userRecordName: "_w", deviceID: "d"), logger: Self.logger)
+            _ = try await store.modify(
+                [Self.save(.create, "kept", ["n": 0]), Self.save(.create, "gone", ["n": 0])],
+                zoneName: defaultZoneName, atomic: nil, in: database, stamp: ChangeStamp(timestamp: 1, userRecordName: "_w", deviceID: "d"),
+                logger: Self.logger)
+            _ = try await store.modify(
+                [RecordOperation(type: .forceDelete, recordName: "gone")],
+                zoneName: defaultZoneName, atomic: nil, in: database, stamp: ChangeStamp(timestamp: 2, userRecordName: "_w", deviceID: "d"),
+                logger: Self.logger)
             let before = try await store.changes(
                 zoneName: defaultZoneName, since: nil, limit: nil, desiredKeys: [], recordTypes: nil, in: database, logger: Self.logger)
             let together = store.writesWrittenTogether
@@ -99,8 +105,10 @@ import Testing
                 zoneName: defaultZoneName, since: before.syncToken, limit: nil, desiredKeys: [], recordTypes: nil, in: database, logger: Self.logger)
             #expect(delta.records.map(\.recordName) == ["x", "gone", "kept"])
             // The database's counter moved past the group: the next write is numbered after it.
-            let next = try await store.modify([Self.save(.forceUpdate, "kept", ["n": 6])],
-                zoneName: defaultZoneName, atomic: nil, in: database, stamp: ChangeStamp(timestamp: 16, userRecordName: "_w", deviceID: "d"), logger: Self.logger)
+            let next = try await store.modify(
+                [Self.save(.forceUpdate, "kept", ["n": 6])],
+                zoneName: defaultZoneName, atomic: nil, in: database, stamp: ChangeStamp(timestamp: 16, userRecordName: "_w", deviceID: "d"),
+                logger: Self.logger)
             guard case .saved(let last) = next.outcomes[0] else { Issue.record("the next write"); return }
             #expect(last.changeSeq == second.changeSeq + 3)
         }
@@ -112,8 +120,10 @@ import Testing
         try await withTestStore { dependencies in
             let store = dependencies.records
             let database = try await ConcurrencyTests.privateDatabase(of: "groupflush", in: dependencies)
-            _ = try await store.modify([Self.save(.create, "y", ["n": 0])],
-                zoneName: defaultZoneName, atomic: nil, in: database, stamp: ChangeStamp(timestamp: 1, userRecordName: "_w", deviceID: "d"), logger: Self.logger)
+            _ = try await store.modify(
+                [Self.save(.create, "y", ["n": 0])],
+                zoneName: defaultZoneName, atomic: nil, in: database, stamp: ChangeStamp(timestamp: 1, userRecordName: "_w", deviceID: "d"),
+                logger: Self.logger)
             let results = try await store.writeTogether(
                 [
                     Self.batch([Self.save(.forceUpdate, "a", ["n": 1, "m": 1])], in: database, at: 10),
@@ -186,8 +196,10 @@ import Testing
             let store = dependencies.records
             let mine = try await ConcurrencyTests.privateDatabase(of: "groupmine", in: dependencies)
             let theirs = try await ConcurrencyTests.privateDatabase(of: "grouptheirs", in: dependencies)
-            let setup = try await store.modify([Self.save(.create, "x", ["n": 1, "m": 1])],
-                zoneName: defaultZoneName, atomic: nil, in: mine, stamp: ChangeStamp(timestamp: 1, userRecordName: "_w", deviceID: "d"), logger: Self.logger)
+            let setup = try await store.modify(
+                [Self.save(.create, "x", ["n": 1, "m": 1])],
+                zoneName: defaultZoneName, atomic: nil, in: mine, stamp: ChangeStamp(timestamp: 1, userRecordName: "_w", deviceID: "d"),
+                logger: Self.logger)
             guard case .saved(let minesX) = setup.outcomes[0] else { Issue.record("the setup save"); return }
             let before = try await store.changes(
                 zoneName: defaultZoneName, since: nil, limit: nil, desiredKeys: [], recordTypes: nil, in: theirs, logger: Self.logger)
@@ -237,7 +249,8 @@ import Testing
                 var page: ZoneChanges
                 repeat {
                     page = try await store.changes(
-                        zoneName: defaultZoneName, since: replica.token, limit: limit, desiredKeys: [], recordTypes: nil, in: database, logger: Self.logger)
+                        zoneName: defaultZoneName, since: replica.token, limit: limit, desiredKeys: [], recordTypes: nil, in: database,
+                        logger: Self.logger)
                     replica.apply(page)
                 } while page.moreComing
             }
