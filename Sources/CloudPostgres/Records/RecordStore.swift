@@ -148,12 +148,12 @@ public final class RecordStore: Sendable {
                 builder.append(
                     "SELECT \(columns) FROM \(Self.recordsNamed(builder.bind(names), inZone: builder.bind(zoneID))) r WHERE NOT r.deleted"
                 )
-                var found: [String: RecordSnapshot] = [:]
+                var found: [ExactName: RecordSnapshot] = [:]
                 for try await row in try await connection.query(builder.query, logger: logger) {
                     let record = try Self.snapshot(row)
-                    found[record.recordName] = record
+                    found[ExactName(record.recordName)] = record
                 }
-                for index in indices { answers[index] = found[wanted[index].name] }
+                for index in indices { answers[index] = found[ExactName(wanted[index].name)] }
             }
             return answers
         }

@@ -283,6 +283,24 @@ extension ConcurrencyTests {
             #expect(Set(heads.values).count == 2)
         }
     }
+
+    /// Regression: a lookup of both names matched the rows it read by `String`, so both names answered one record.
+    @Test func recordsWhoseNamesAreCanonicallyEquivalentAreLookedUpEachAsItself() async throws {
+        try await withTestStore { dependencies in
+            let store = dependencies.records
+            let logger = TestDatabase.logger
+            let database = try await Self.privateDatabase(of: "unicoderecords", in: dependencies)
+            let (composed, decomposed) = ("caf\u{E9}", "cafe\u{301}")
+            for (name, n) in [(composed, 1), (decomposed, 2)] {
+                _ = try await store.modify(
+                    [RecordOperation(type: .create, recordName: name, recordType: "Note", fields: ["n": ["value": .int(Int64(n))]])],
+                    zoneName: defaultZoneName, atomic: nil, in: database, stamp: ChangeStamp(timestamp: 1, userRecordName: "_w", deviceID: "d"),
+                    logger: logger)
+            }
+            let found = try await store.lookup([(composed, nil), (decomposed, nil)], zoneName: defaultZoneName, in: database, logger: logger)
+            #expect(found.map { $0.map { Array($0.recordName.utf8) } } == [Array(composed.utf8), Array(decomposed.utf8)])
+        }
+    }
 }
 
 extension ConcurrencyTests {
