@@ -27,10 +27,30 @@ public final class GroupCommit<Key: Hashable & Sendable, Job: Sendable, Value: S
         var continuation: CheckedContinuation<Turn, any Error>?
     }
 
+    /// A key with a write under way: whose group holds it, and the writers that asked meanwhile (the next group's).
+    private struct Lane {
+        var leader: Int
+        var waiting: [Writer] = []
+    }
+
     private struct State {
-        /// By key with a write under way: the writers that asked while it ran (the next group's).
-        var waiting: [Key: [Writer]] = [:]
+        var lanes: [Key: Lane] = [:]
         var nextID = 0
+
+        /// Hands the key from `leader` to the first `limit` writers waiting (the first of them leads), or frees it;
+        /// nil when `leader` no longer holds it.
+        mutating func handOff(_ key: Key, from leader: Int, limit: Int) -> [Writer]? {
+            guard self.lanes[key]?.leader == leader else { return nil }
+            let boarding = min(self.lanes[key]!.waiting.count, limit)
+            guard boarding > 0 else {
+                self.lanes[key] = nil
+                return nil
+            }
+            let next = Array(self.lanes[key]!.waiting.prefix(boarding))
+            self.lanes[key]!.waiting.removeFirst(boarding)
+            self.lanes[key]!.leader = next[0].id
+            return next
+        }
     }
 
     private let state = Mutex(State())
@@ -43,10 +63,10 @@ public final class GroupCommit<Key: Hashable & Sendable, Job: Sendable, Value: S
     }
 
     /// Keys with a write under way (tests: nothing is left behind).
-    public var busyKeys: Int { self.state.withLock { $0.waiting.count } }
+    public var busyKeys: Int { self.state.withLock { $0.lanes.count } }
 
     /// Writes of `key` waiting for the next group (tests).
-    public func waitingWrites(of key: Key) -> Int { self.state.withLock { $0.waiting[key]?.count ?? 0 } }
+    public func waitingWrites(of key: Key) -> Int { self.state.withLock { $0.lanes[key]?.waiting.count ?? 0 } }
 
     /// `job`'s result: run alone, or together with the writes of `key` that waited with it.
     public func write(_ job: Job, key: Key, alone: Alone, together: Together) async throws -> Value {
@@ -68,11 +88,11 @@ public final class GroupCommit<Key: Hashable & Sendable, Job: Sendable, Value: S
                 let leads = self.state.withLock { state -> Bool? in
                     // Checked under the lock that `onCancel` takes: either it finds this writer, or this sees it.
                     if Task.isCancelled { return nil }
-                    guard state.waiting[key] != nil else {
-                        state.waiting[key] = []
+                    guard state.lanes[key] != nil else {
+                        state.lanes[key] = Lane(leader: id)
                         return true
                     }
-                    state.waiting[key]!.append(Writer(id: id, job: job, continuation: continuation))
+                    state.lanes[key]!.waiting.append(Writer(id: id, job: job, continuation: continuation))
                     return false
                 }
                 switch leads {
@@ -84,36 +104,36 @@ public final class GroupCommit<Key: Hashable & Sendable, Job: Sendable, Value: S
         } onCancel: {
             // Only a writer still waiting leaves; one whose group runs stays in it (its write may commit).
             let writer = self.state.withLock { state -> Writer? in
-                guard let index = state.waiting[key]?.firstIndex(where: { $0.id == id }) else { return nil }
-                return state.waiting[key]!.remove(at: index)
+                guard let index = state.lanes[key]?.waiting.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.lanes[key]!.waiting.remove(at: index)
             }
             writer?.continuation?.resume(throwing: CancellationError())
         }
     }
 
-    /// Runs the group, answers its riders, and hands the next group to the first of those who waited.
+    /// Runs the group, answers its riders, and hands the key to the first of those who waited. A leader whose request
+    /// gives up (cancelled: its deadline passed) hands the key over at once and lets its group end on its own: PostgresNIO
+    /// has been seen never to end a query on a connection PostgreSQL closed, and the key must not wait for it. Writes of
+    /// one database stay ordered by its lock (docs/SYNC.md); the key only gathers them.
     private func lead(_ group: [Writer], _ key: Key, alone: Alone, together: Together) async throws -> Value {
-        let results: [Result<Value, any Error>]?
-        if group.count == 1 {
-            do { results = [.success(try await alone(group[0].job))] } catch { results = [.failure(error)] }
-        } else {
-            results = try? await together(group.map(\.job))
-        }
-        let next = self.state.withLock { state -> [Writer]? in
-            let boarding = min(state.waiting[key]!.count, self.groupLimit)
-            guard boarding > 0 else {
-                state.waiting[key] = nil
-                return nil
+        let results: [Result<Value, any Error>]? = await withTaskCancellationHandler {
+            if group.count == 1 {
+                do { return [.success(try await alone(group[0].job))] } catch { return [.failure(error)] }
             }
-            let next = Array(state.waiting[key]!.prefix(boarding))
-            state.waiting[key]!.removeFirst(boarding)
-            return next
+            return try? await together(group.map(\.job))
+        } onCancel: {
+            self.handOff(key, from: group[0].id)
         }
+        self.handOff(key, from: group[0].id)
         for (index, rider) in group.enumerated().dropFirst() {
             if let results { rider.continuation?.resume(returning: .done(results[index])) } else { rider.continuation?.resume(returning: .alone) }
         }
-        if let next { next[0].continuation?.resume(returning: .lead(next)) }
         guard let results else { return try await alone(group[0].job) }
         return try results[0].get()
+    }
+
+    private func handOff(_ key: Key, from leader: Int) {
+        let next = self.state.withLock { $0.handOff(key, from: leader, limit: self.groupLimit) }
+        if let next { next[0].continuation?.resume(returning: .lead(next)) }
     }
 }
