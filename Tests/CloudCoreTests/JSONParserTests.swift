@@ -24,6 +24,25 @@ import Testing
         #expect(try JSONValue.parse(strings.bytes) == ["-42", "plain", "q\"b\\n\nt\t\u{1}é"])
     }
 
+    /// Commas come from the byte before an item, so every shape of container gets them where JSON wants them.
+    @Test func separatesItemsOfEveryContainerShape() throws {
+        var writer = JSONWriter()
+        writer.object { writer in
+            writer.key("empty"); writer.object { _ in }
+            writer.key("none"); writer.array { _ in }
+            writer.key("nested"); writer.array { writer in
+                writer.array { _ in }
+                writer.array { writer in writer.int(1); writer.null() }
+                writer.object { writer in writer.key("a:"); writer.raw(#"{"b":[true]}"#) }
+            }
+            writer.key("{["); writer.string("[{:")
+            writer.key("last"); writer.bool(false)
+        }
+        let text = String(decoding: writer.bytes, as: UTF8.self)
+        #expect(text == #"{"empty":{},"none":[],"nested":[[],[1,null],{"a:":{"b":[true]}}],"{[":"[{:","last":false}"#)
+        #expect(try JSONValue.parse(writer.bytes).objectValue?.count == 5)
+    }
+
     @Test(arguments: [
         "", "{", "1e400", "[1,]", "{\"a\" 1}", "tru", "\"unterminated", "01x", "{\"a\":1} extra", "\"\\q\"",
         String(repeating: "[", count: 300) + String(repeating: "]", count: 300),

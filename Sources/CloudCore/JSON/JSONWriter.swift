@@ -2,8 +2,6 @@
 /// as it comes from the database instead of being parsed and encoded again.
 public struct JSONWriter: Sendable {
     public private(set) var bytes: [UInt8] = []
-    /// Whether the next value in the current container needs a leading comma.
-    private var needsComma: [Bool] = [false]
     /// When true, INT64/DOUBLE/TIMESTAMP numbers are written as strings (`numbersAsStrings`).
     public var numbersAsStrings = false
 
@@ -43,24 +41,23 @@ public struct JSONWriter: Sendable {
 
     // Internal, usable from the two inlinable helpers above (so the response writer's calls are specialized, not
     // dispatched through key paths): nothing outside opens a container without closing it.
-    @usableFromInline mutating func open(_ bracket: UInt8) { self.separate(); self.bytes.append(bracket); self.needsComma.append(false) }
-    @usableFromInline mutating func close(_ bracket: UInt8) { self.needsComma.removeLast(); self.bytes.append(bracket) }
+    @usableFromInline mutating func open(_ bracket: UInt8) { self.separate(); self.bytes.append(bracket) }
+    @usableFromInline mutating func close(_ bracket: UInt8) { self.bytes.append(bracket) }
 
     /// Writes `"key":`; the value written next belongs to it.
     public mutating func key(_ key: String) {
         self.separate()
         self.appendQuoted(key)
         self.bytes.append(UInt8(ascii: ":"))
-        self.afterKey = true
     }
 
-    /// True between a key and its value, which then needs no comma.
-    private var afterKey = false
-
+    /// A comma before a key or value unless it is the first of its container or a key's value. The last byte says
+    /// which: every value and key ends in another byte than the `{`, `[` or `:` before a first item.
     private mutating func separate() {
-        if self.afterKey { self.afterKey = false; return }
-        if self.needsComma[self.needsComma.count - 1] { self.bytes.append(UInt8(ascii: ",")) }
-        self.needsComma[self.needsComma.count - 1] = true
+        switch self.bytes.last {
+        case nil, UInt8(ascii: "{"), UInt8(ascii: "["), UInt8(ascii: ":"): break
+        default: self.bytes.append(UInt8(ascii: ","))
+        }
     }
 
     public mutating func string(_ value: String) { self.separate(); self.appendQuoted(value) }

@@ -38,9 +38,12 @@ extension RecordStore {
                 recordTypes: recordTypes, desiredKeys: desiredKeys, limit: limit + 1)
             var zone: ZoneHeads.Head?
             var records: [RecordSnapshot] = []
+            records.reserveCapacity(limit + 1)
             for try await row in try await connection.execute(page, logger: logger) {
-                zone = row.zone
-                if let record = row.record { records.append(record) }
+                switch row {
+                case .zone(let head): zone = head
+                case .record(let record): records.append(record)
+                }
             }
             guard let zone else { throw CloudError.zoneNotFound(zoneName) }
             if let token {
@@ -203,13 +206,17 @@ struct ZoneHeads: PostgresPreparedStatement {
 }
 
 /// A page of a zone's changes after a position, with the zone, its database's head and its purge horizon, in one
-/// snapshot (`RecordStore.changes`): the function `zone_changes_page` (migrations/0015), which keeps one plan of its
-/// query, where the statement itself was planned anew for every page at about the cost of reading its rows.
+/// snapshot (`RecordStore.changes`): the function `zone_changes_page` (migrations/0015, 0016), which keeps one plan of
+/// its query, where the statement itself was planned anew for every page at about the cost of reading its rows. Its
+/// first row is the zone (the record columns null), each row after it a record.
 struct ZoneChangesPage: PostgresPreparedStatement {
     static var name: String { "ZoneChangesPage" }
     static let sql = "SELECT * FROM zone_changes_page($1, $2, $3, $4, $5, $6, $7)"
 
-    typealias Row = (zone: ZoneHeads.Head, record: RecordSnapshot?)
+    enum Row {
+        case zone(ZoneHeads.Head)
+        case record(RecordSnapshot)
+    }
 
     var databaseID: Int64
     var zoneName: String
@@ -233,7 +240,10 @@ struct ZoneChangesPage: PostgresPreparedStatement {
 
     func decodeRow(_ row: PostgresRow) throws -> Row {
         var cells = RowCells(row)
-        let zone = ZoneHeads.Head(id: try cells.next(), head: try cells.next(), purgedSeq: try cells.next(), changeSeq: try cells.next())
-        return (zone, try RecordStore.snapshot(from: &cells))
+        if let record = try RecordStore.snapshot(from: &cells) { return .record(record) }
+        // One row a page: found by name, not by counting the record columns before it.
+        let zone = row.makeRandomAccess()
+        func column(_ name: String) throws -> Int64 { try zone[name].decode(Int64.self, context: .default) }
+        return .zone(ZoneHeads.Head(id: try column("zone_id"), head: try column("head"), purgedSeq: try column("purged_seq"), changeSeq: try column("zone_seq")))
     }
 }
