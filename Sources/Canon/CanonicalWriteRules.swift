@@ -18,8 +18,8 @@ extension CanonicalEndpoints: WriteRules {
             // Votes are checked against the poll of their zone (its options, its closing time).
             let stored =
                 UnlistedZone.contains(zone)
-                ? try await self.records.lookup([(TripPolls.pollRecordName, ["options", "closesAt"])], zoneName: zone, in: database, logger: logger)
-                    .first ?? nil : nil
+                ? try await self.records.sharedLookup(
+                    TripPolls.pollRecordName, desiredKeys: ["options", "closesAt"], zoneName: zone, in: database, logger: logger) : nil
             let poll = stored.flatMap { $0.deleted ? nil : TripPolls.Poll(fieldsJSON: $0.fieldsJSON) }
             let now = self.records.clock.now
             return { writes in Self.refusals(of: writes) { TripPolls.refusal(of: $0, in: zone, poll: poll, now: now) } }

@@ -244,6 +244,8 @@ struct ZoneChangesPage: PostgresPreparedStatement {
         // One row a page: found by name, not by counting the record columns before it.
         let zone = row.makeRandomAccess()
         func column(_ name: String) throws -> Int64 { try zone[name].decode(Int64.self, context: .default) }
-        return .zone(ZoneHeads.Head(id: try column("zone_id"), head: try column("head"), purgedSeq: try column("purged_seq"), changeSeq: try column("zone_seq")))
+        return .zone(
+            ZoneHeads.Head(
+                id: try column("zone_id"), head: try column("head"), purgedSeq: try column("purged_seq"), changeSeq: try column("zone_seq")))
     }
 }

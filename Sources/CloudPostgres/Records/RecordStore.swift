@@ -23,6 +23,8 @@ public final class RecordStore: Sendable {
     public let changes: ChangeBroadcast
     /// Concurrent polls share the read of their zones' heads.
     let zoneHeads = CoalescedReads<ZoneHeads.Key, ZoneHeads.Head>()
+    /// Concurrent readers of one record share its read (`sharedLookup`).
+    let sharedLookups = CoalescedReads<SharedLookupKey, RecordSnapshot>()
     /// Deployed schemas by version, so a write re-reads only its version number.
     let schemaCache = Mutex<[Int32: Schema]>([:])
     /// Whether a write in a development environment may add record types and fields to its schema (CloudKit's
@@ -34,8 +36,11 @@ public final class RecordStore: Sendable {
     /// Concurrent writes of one database share a transaction and its commit (RecordStore+Modify).
     let groupCommit = GroupCommit<Int64, WriteBatch, ModifyResult>()
     /// Writes that arrive while one runs share the next commit (`GroupCommit`), by lane: a database's writes always
-    /// take the same lane, and lanes run side by side, so one slow group holds back a lane's writes, not all.
-    static let writeLanes: Int64 = 4
+    /// take the same lane, and lanes run side by side, so one slow group holds back a lane's writes, not all. But the
+    /// fewer the lanes, the more batches share a group's statements and commit: 32 accounts saving at once on 2 cores
+    /// cost PostgreSQL 300–410 µs a save with 4 lanes, 150 with 2, 110–120 with 1 (bench/README.md, "Writes"). One
+    /// lane per core, so as many groups run as the cores can serve, and at most 4.
+    static let writeLanes = Int64(min(max(ProcessInfo.processInfo.activeProcessorCount, 1), 4))
     /// Writes that shared a transaction with others of their database.
     public var writesWrittenTogether: Int { self.writtenTogether.load(ordering: .relaxed) }
     let writtenTogether = Atomic<Int>(0)
@@ -138,7 +143,9 @@ public final class RecordStore: Sendable {
         _ wanted: [(name: String, desiredKeys: [String]?)], zoneName: String, in database: DatabaseRef, logger: Logger
     ) async throws -> [RecordSnapshot?] {
         try await self.client.reading { connection in
-            if wanted.count == 1 { return [try await self.lookup(wanted[0], zoneName: zoneName, in: database, on: connection, logger: logger)] }
+            if wanted.count == 1 {
+                return [try await self.lookup(wanted[0], zoneName: zoneName, inDatabase: database.id, on: connection, logger: logger)]
+            }
             let zoneID = try await self.zoneID(named: zoneName, in: database, on: connection, logger: logger)
             var answers = [RecordSnapshot?](repeating: nil, count: wanted.count)
             for (keys, indices) in Dictionary(grouping: wanted.indices, by: { wanted[$0].desiredKeys }) {
@@ -161,13 +168,33 @@ public final class RecordStore: Sendable {
 }
 
 extension RecordStore {
-    /// One live record (nil: none), its zone found in the same statement (`LookupOne`, prepared: planned once). A write
-    /// rule reads its poll this way for every vote; the general lookup's statement took 2 ms to plan.
+    /// One live record (nil: none), from a read that started after this call and answers every concurrent reader of
+    /// the same record (`CoalescedReads`): a write rule reads its trip poll for every vote, and people voting at once
+    /// need one read of it, not one each. ZONE_NOT_FOUND when the zone does not exist.
+    public func sharedLookup(
+        _ name: String, desiredKeys: [String]?, zoneName: String, in database: DatabaseRef, logger: Logger
+    ) async throws -> RecordSnapshot? {
+        let key = SharedLookupKey(databaseID: database.id, zoneName: ExactName(zoneName), name: ExactName(name), desiredKeys: desiredKeys)
+        return try await self.sharedLookups.read(key) { keys in
+            // A zone that is gone fails the read, and each reader then reads alone (CoalescedReads) and gets its error.
+            try await self.client.reading { connection in
+                var found: [SharedLookupKey: RecordSnapshot] = [:]
+                for key in keys {
+                    found[key] = try await self.lookup(
+                        (key.name.text, key.desiredKeys), zoneName: key.zoneName.text, inDatabase: key.databaseID, on: connection, logger: logger)
+                }
+                return found
+            }
+        }
+    }
+
+    /// One live record (nil: none), its zone found in the same statement (`LookupOne`, prepared: planned once); the
+    /// general lookup's statement took 2 ms to plan.
     func lookup(
-        _ wanted: (name: String, desiredKeys: [String]?), zoneName: String, in database: DatabaseRef, on connection: PostgresConnection,
+        _ wanted: (name: String, desiredKeys: [String]?), zoneName: String, inDatabase databaseID: Int64, on connection: PostgresConnection,
         logger: Logger
     ) async throws -> RecordSnapshot? {
-        let statement = LookupOne(databaseID: database.id, zoneName: zoneName, recordName: wanted.name, desiredKeys: wanted.desiredKeys)
+        let statement = LookupOne(databaseID: databaseID, zoneName: zoneName, recordName: wanted.name, desiredKeys: wanted.desiredKeys)
         var zoneFound = false
         var found: RecordSnapshot?
         for try await record in try await connection.execute(statement, logger: logger) {
@@ -197,4 +224,12 @@ extension RecordStore {
             return try result.get()
         }
     }
+}
+
+/// A record by database, zone, name and the fields asked for (`RecordStore.sharedLookup`).
+struct SharedLookupKey: Hashable, Sendable {
+    var databaseID: Int64
+    var zoneName: ExactName
+    var name: ExactName
+    var desiredKeys: [String]?
 }
