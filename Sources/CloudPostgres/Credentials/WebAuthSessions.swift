@@ -49,6 +49,8 @@ final class WebAuthSessions: Sendable {
     /// Writes first uses `writeInterval` after the first unwritten one (nil interval: only `writeUses`, for tests).
     private let writing: DelayedFlush
     private let state = Mutex(State())
+    /// Concurrent reads of sessions share one statement (`load`).
+    private let loads = CoalescedReads<Int64, Session>()
 
     init(
         client: PostgresPool, clock: ServerClock, cacheLifetime: Duration, writeInterval: Duration?,
@@ -104,37 +106,44 @@ final class WebAuthSessions: Sendable {
         return session
     }
 
+    /// Read in a read that started after this call and answers every session asked for meanwhile: a thousand people
+    /// signed in at once each need theirs read again every `cacheLifetime`, and one statement reads many.
     private func load(_ id: Int64, logger: Logger) async throws -> Session? {
-        try await self.client.reading { connection in
-            for try await session in try await connection.execute(LoadSession(id: id), logger: logger) { return session }
-            return nil
+        try await self.loads.read(id) { ids in
+            try await self.client.reading { connection in
+                var sessions: [Int64: Session] = [:]
+                for try await (id, session) in try await connection.execute(LoadSessions(ids: Array(ids)), logger: logger) { sessions[id] = session }
+                return sessions
+            }
         }
     }
 
-    /// A session with its account and newest generation. Prepared: every signed-in request whose session this
-    /// process has not read within `cacheLifetime` reads it, and the statement was parsed and planned for each.
-    private struct LoadSession: PostgresPreparedStatement {
-        static var name: String { "LoadSession" }
+    /// Sessions with their accounts and newest generations. Prepared (parsed once): every signed-in request whose
+    /// session this process has not read within `cacheLifetime` reads it. PostgreSQL still plans it for each call's ids.
+    private struct LoadSessions: PostgresPreparedStatement {
+        static var name: String { "LoadSessions" }
         static let sql = """
-            SELECT a.id, a.name, a.user_record_name, s.idle_ms, s.revoked_ms IS NOT NULL, u.generation, u.first_used_ms
+            SELECT s.id, a.id, a.name, a.user_record_name, s.idle_ms, s.revoked_ms IS NOT NULL, u.generation, u.first_used_ms
             FROM auth_sessions s JOIN accounts a ON a.id = s.account_id
             LEFT JOIN LATERAL (SELECT generation, first_used_ms FROM auth_session_uses WHERE session_id = s.id ORDER BY generation DESC LIMIT 1) u ON true
-            WHERE s.id = $1
+            WHERE s.id = ANY($1::bigint[])
             """
 
-        var id: Int64
+        var ids: [Int64]
 
         func makeBindings() throws -> PostgresBindings {
             var bindings = PostgresBindings(capacity: 1)
-            bindings.append(self.id)
+            bindings.append(self.ids)
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> Session {
-            let (account, name, recordName, idle, revoked, newest, used) = try row.decode((Int64, String, String, Int64, Bool, Int64?, Int64?).self)
-            return Session(
+        func decodeRow(_ row: PostgresRow) throws -> (Int64, Session) {
+            let (id, account, name, recordName, idle, revoked, newest, used) = try row.decode(
+                (Int64, Int64, String, String, Int64, Bool, Int64?, Int64?).self)
+            let session = Session(
                 account: Account(id: account, name: name, userRecordName: recordName), idleMs: idle, revoked: revoked, newest: newest ?? -1,
                 newestUsedMs: used ?? 0)
+            return (id, session)
         }
     }
 
