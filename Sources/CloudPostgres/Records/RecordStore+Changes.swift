@@ -206,12 +206,12 @@ struct ZoneHeads: PostgresPreparedStatement {
 }
 
 /// A page of a zone's changes after a position, with the zone, its database's head and its purge horizon, in one
-/// snapshot (`RecordStore.changes`): the function `zone_changes_page` (migrations/0015, 0016), which keeps one plan of
-/// its query, where the statement itself was planned anew for every page at about the cost of reading its rows. Its
-/// first row is the zone (the record columns null), each row after it a record.
+/// snapshot (`RecordStore.changes`): the function `zone_then_changes` (migrations/0016), which keeps one plan of each
+/// of its queries, where a statement was planned anew for every page at about the cost of reading its rows. Its first
+/// row is the zone (the record columns null), each row after it a record.
 struct ZoneChangesPage: PostgresPreparedStatement {
     static var name: String { "ZoneChangesPage" }
-    static let sql = "SELECT * FROM zone_changes_page($1, $2, $3, $4, $5, $6, $7)"
+    static let sql = "SELECT * FROM zone_then_changes($1, $2, $3, $4, $5, $6, $7)"
 
     enum Row {
         case zone(ZoneHeads.Head)

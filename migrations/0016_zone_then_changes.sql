@@ -1,9 +1,10 @@
--- zone_changes_page (migrations/0015) answers its zone once, in a first row of its own, instead of in every record's
--- row: the server decoded the four zone columns of each of a page's 200 rows, about a tenth of its CPU for the page.
--- The record columns come first and are null in the zone's row; the zone's columns are null in a record's. Both queries
--- run in the caller's snapshot (the function is STABLE), so the zone, the head and the rows still agree.
-DROP FUNCTION zone_changes_page(bigint, text, bigint, bigint, text[], text[], bigint);
-CREATE FUNCTION zone_changes_page(
+-- zone_then_changes: zone_changes_page (migrations/0015) answering its zone once, in a first row of its own, instead
+-- of in every record's row: the server decoded the four zone columns of each of a page's 200 rows, about a tenth of its
+-- CPU for the page. The record columns come first and are null in the zone's row; the zone's columns are null in a
+-- record's. Both queries run in the caller's snapshot (the function is STABLE), so the zone, the head and the rows
+-- agree. A new name, so that processes of the previous build, which call zone_changes_page, keep answering until they
+-- are restarted; a later migration drops zone_changes_page.
+CREATE FUNCTION zone_then_changes(
     database bigint, zone text, after bigint, tombstones_after bigint, record_types text[], desired_keys text[], page_limit bigint
 ) RETURNS TABLE (
     record_name text, record_type text, change_seq bigint, deleted boolean, fields text,
