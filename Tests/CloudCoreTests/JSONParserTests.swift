@@ -36,11 +36,22 @@ import Testing
                 writer.object { writer in writer.key("a:"); writer.raw(#"{"b":[true]}"#) }
             }
             writer.key("{["); writer.string("[{:")
+            writer.key(known: "known"); writer.object { writer in writer.key(known: "first"); writer.null() }
             writer.key("last"); writer.bool(false)
         }
         let text = String(decoding: writer.bytes, as: UTF8.self)
-        #expect(text == #"{"empty":{},"none":[],"nested":[[],[1,null],{"a:":{"b":[true]}}],"{[":"[{:","last":false}"#)
-        #expect(try JSONValue.parse(writer.bytes).objectValue?.count == 5)
+        #expect(text == #"{"empty":{},"none":[],"nested":[[],[1,null],{"a:":{"b":[true]}}],"{[":"[{:","known":{"first":null},"last":false}"#)
+        #expect(try JSONValue.parse(writer.bytes).objectValue?.count == 6)
+    }
+
+    /// Digits written straight into the answer are the ones `String(_:radix:)` makes (change tags are base 36).
+    @Test(arguments: [0, 1, 35, 36, 1_295, -46_655, .max, .min] as [Int64])
+    func writesDigitsInAnyRadix(_ value: Int64) {
+        for radix in [10, 36] {
+            var writer = JSONWriter()
+            writer.array { writer in writer.string(digitsOf: value, radix: radix) }
+            #expect(String(decoding: writer.bytes, as: UTF8.self) == "[\"\(String(value, radix: radix))\"]")
+        }
     }
 
     @Test(arguments: [

@@ -51,6 +51,15 @@ public struct JSONWriter: Sendable {
         self.bytes.append(UInt8(ascii: ":"))
     }
 
+    /// `key(_:)` for a key written in the code (ASCII, nothing to escape): copied without a scan. A record's answer
+    /// has a dozen such keys.
+    public mutating func key(known key: StaticString) {
+        self.separate()
+        self.bytes.append(UInt8(ascii: "\""))
+        self.bytes.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
+        self.bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+    }
+
     /// A comma before a key or value unless it is the first of its container or a key's value. The last byte says
     /// which: every value and key ends in another byte than the `{`, `[` or `:` before a first item.
     private mutating func separate() {
@@ -70,6 +79,13 @@ public struct JSONWriter: Sendable {
         } else {
             self.appendDigits(value)
         }
+    }
+    /// `value`'s digits in `radix` (lowercase letters) as a string, without making a `String` of them first.
+    public mutating func string(digitsOf value: Int64, radix: Int) {
+        self.separate()
+        self.bytes.append(UInt8(ascii: "\""))
+        self.appendDigits(value, radix: radix)
+        self.bytes.append(UInt8(ascii: "\""))
     }
     public mutating func bool(_ value: Bool) { self.separate(); self.bytes.append(contentsOf: (value ? "true" : "false").utf8) }
     public mutating func null() { self.separate(); self.bytes.append(contentsOf: "null".utf8) }
@@ -135,17 +151,19 @@ public struct JSONWriter: Sendable {
         }
     }
 
-    /// A number's decimal digits, without making a `String` of them first.
-    private mutating func appendDigits(_ value: Int64) {
+    /// A number's digits (decimal unless told), without making a `String` of them first.
+    private mutating func appendDigits(_ value: Int64, radix: Int = 10) {
         if value < 0 { self.bytes.append(UInt8(ascii: "-")) }
         var magnitude = value.magnitude
+        let radix = UInt64(radix)
         var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for the 20 digits of the largest, written from the right
         withUnsafeMutableBytes(of: &digits) { buffer in
             var index = buffer.count
             repeat {
                 index -= 1
-                buffer[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
+                let digit = UInt8(magnitude % radix)
+                buffer[index] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
+                magnitude /= radix
             } while magnitude > 0
             self.bytes.append(contentsOf: buffer[index...])
         }

@@ -64,7 +64,8 @@ public struct Record: Sendable, Hashable {
 
 /// `recordChangeTag`s are the record's change sequence number in base 36: short, opaque, unique per version.
 public enum ChangeTag {
-    public static func make(_ seq: Int64) -> String { String(seq, radix: 36) }
+    public static func make(_ seq: Int64) -> String { String(seq, radix: Self.radix) }
+    public static let radix = 36
 }
 
 /// The names CloudKit gives the zones and databases this server knows.

@@ -49,29 +49,44 @@ struct WireWriter {
     private var lastZoneID: (zoneName: String, owner: String, json: [UInt8])?
 
     mutating func stamp(_ stamp: ChangeStamp) {
-        self.json.object { json in
-            json.key("timestamp"); json.int(stamp.timestamp)
-            json.key("userRecordName"); json.string(stamp.userRecordName)
-            json.key("deviceID"); json.string(stamp.deviceID)
+        self.object { writer in
+            writer.json.key(known: "timestamp"); writer.json.int(stamp.timestamp)
+            writer.author(of: stamp)
         }
     }
+
+    /// A stamp's `"userRecordName": …, "deviceID": …`. A page's records were mostly written by one user from a few
+    /// devices: written once, then copied while they repeat.
+    private mutating func author(of stamp: ChangeStamp) {
+        if let last = self.lastAuthor, last.user == stamp.userRecordName, last.device == stamp.deviceID {
+            self.json.raw(last.json)
+            return
+        }
+        var json = JSONWriter(capacity: 96)
+        json.key(known: "userRecordName"); json.string(stamp.userRecordName)
+        json.key(known: "deviceID"); json.string(stamp.deviceID)
+        self.json.raw(json.bytes)
+        self.lastAuthor = (stamp.userRecordName, stamp.deviceID, json.bytes)
+    }
+
+    private var lastAuthor: (user: String, device: String, json: [UInt8])?
 
     /// A record dictionary, or a tombstone `{recordName, recordType, deleted: true}`.
     mutating func record(_ record: RecordSnapshot, zoneName: String, owner: String) {
         self.object { writer in
-            writer.json.key("recordName"); writer.json.string(record.recordName)
-            writer.json.key("recordType"); writer.json.string(record.recordType)
+            writer.json.key(known: "recordName"); writer.json.string(record.recordName)
+            writer.json.key(known: "recordType"); writer.json.string(record.recordType)
             if record.deleted {
-                writer.json.key("deleted"); writer.json.bool(true)
+                writer.json.key(known: "deleted"); writer.json.bool(true)
             } else {
-                writer.json.key("recordChangeTag"); writer.json.string(record.changeTag)
-                writer.json.key("fields"); writer.fields(record.fieldsJSON)
-                writer.json.key("created"); writer.stamp(record.created)
-                writer.json.key("modified"); writer.stamp(record.modified)
-                writer.json.key("deleted"); writer.json.bool(false)
-                writer.json.key("pluginFields"); writer.json.object { _ in }
+                writer.json.key(known: "recordChangeTag"); writer.json.string(digitsOf: record.changeSeq, radix: ChangeTag.radix)
+                writer.json.key(known: "fields"); writer.fields(record.fieldsJSON)
+                writer.json.key(known: "created"); writer.stamp(record.created)
+                writer.json.key(known: "modified"); writer.stamp(record.modified)
+                writer.json.key(known: "deleted"); writer.json.bool(false)
+                writer.json.key(known: "pluginFields"); writer.json.object { _ in }
             }
-            writer.json.key("zoneID"); writer.zoneID(zoneName, owner: owner)
+            writer.json.key(known: "zoneID"); writer.zoneID(zoneName, owner: owner)
         }
     }
 

@@ -39,11 +39,11 @@ extension RecordStore {
     /// The record columns (`recordColumns`) at the cells' position, nil when the row has none there (an outer join
     /// found none).
     static func snapshot(from cells: inout RowCells) throws -> RecordSnapshot? {
-        guard let name = try cells.next(String?.self) else { return nil }
+        guard let name = try cells.optionalText() else { return nil }
         return RecordSnapshot(
-            recordName: name, recordType: try cells.next(), changeSeq: try cells.next(), deleted: try cells.next(), fieldsJSON: try cells.next(),
-            created: ChangeStamp(timestamp: try cells.next(), userRecordName: try cells.next(), deviceID: try cells.next()),
-            modified: ChangeStamp(timestamp: try cells.next(), userRecordName: try cells.next(), deviceID: try cells.next()))
+            recordName: name, recordType: try cells.text(), changeSeq: try cells.int64(), deleted: try cells.next(), fieldsJSON: try cells.text(),
+            created: ChangeStamp(timestamp: try cells.int64(), userRecordName: try cells.text(), deviceID: try cells.text()),
+            modified: ChangeStamp(timestamp: try cells.int64(), userRecordName: try cells.text(), deviceID: try cells.text()))
     }
 
     /// A row that is only the record columns.
@@ -85,6 +85,27 @@ struct RowCells {
     mutating func next<Value: PostgresDecodable>(_: Value.Type = Value.self) throws -> Value {
         guard let cell = self.cells.next() else { throw Self.missing }
         return try cell.decode(Value.self, context: .default)
+    }
+
+    /// A text cell, read as its bytes: a page decodes seven a record, and the generic `decode` cost more than the
+    /// bytes' copy.
+    mutating func text() throws -> String {
+        guard let text = try self.optionalText() else { throw Self.missing }
+        return text
+    }
+
+    mutating func optionalText() throws -> String? {
+        guard let cell = self.cells.next() else { throw Self.missing }
+        guard cell.dataType == .text, cell.format == .binary else { return try cell.decode(String?.self, context: .default) }
+        return cell.bytes.map { String(buffer: $0) }
+    }
+
+    mutating func int64() throws -> Int64 {
+        guard let cell = self.cells.next() else { throw Self.missing }
+        guard cell.dataType == .int8, cell.format == .binary, let bytes = cell.bytes, bytes.readableBytes == 8,
+            let value = bytes.getInteger(at: bytes.readerIndex, as: Int64.self)
+        else { return try cell.decode(Int64.self, context: .default) }
+        return value
     }
 
     /// A statement answered fewer columns than its decoding reads: a mistake in this code, not in a request.
