@@ -9,10 +9,14 @@ public struct RecordSnapshot: Sendable, Hashable {
     public var fieldsJSON: String
     public var created: ChangeStamp
     public var modified: ChangeStamp
+    /// The record's answer as stored with it when it was written: the members of its dictionary but its change tag and
+    /// zone (migrations/0017). Only pages of changes read it (`RecordStore.changes(…storedAnswers: true…)`), and they
+    /// leave `fieldsJSON` and the stamps empty: the answer holds them, and a response copies it.
+    public var storedAnswer: String?
 
     public init(
         recordName: String, recordType: String, changeSeq: Int64, deleted: Bool, fieldsJSON: String,
-        created: ChangeStamp, modified: ChangeStamp
+        created: ChangeStamp, modified: ChangeStamp, storedAnswer: String? = nil
     ) {
         self.recordName = recordName
         self.recordType = recordType
@@ -21,6 +25,7 @@ public struct RecordSnapshot: Sendable, Hashable {
         self.fieldsJSON = fieldsJSON
         self.created = created
         self.modified = modified
+        self.storedAnswer = storedAnswer
     }
 
     /// The snapshot of a record, keeping only `desiredKeys` when given.

@@ -8,7 +8,7 @@ extension DatabaseController {
         let zone = try self.zone(call.body, in: call)
         let changes = try await self.records.changes(
             zoneName: zone, since: try call.body.string("syncToken"), limit: try call.body.int("resultsLimit"),
-            desiredKeys: try call.body.desiredKeys(), recordTypes: try call.body.strings("desiredRecordTypes"),
+            desiredKeys: try call.body.desiredKeys(), recordTypes: try call.body.strings("desiredRecordTypes"), storedAnswers: true,
             in: call.database, logger: call.logger)
         self.recordsServed.increment(by: changes.records.count)
         var writer = try self.writer(call)
@@ -33,7 +33,7 @@ extension DatabaseController {
                     zoneName: zone, since: try entry.string("syncToken"),
                     limit: try entry.int("resultsLimit") ?? call.body.int("resultsLimit"),
                     desiredKeys: try entry.desiredKeys() ?? call.body.desiredKeys(),
-                    recordTypes: try entry.strings("desiredRecordTypes") ?? call.body.strings("desiredRecordTypes"),
+                    recordTypes: try entry.strings("desiredRecordTypes") ?? call.body.strings("desiredRecordTypes"), storedAnswers: true,
                     in: call.database, logger: call.logger)
                 self.recordsServed.increment(by: changes.records.count)
                 pages.append((zone, .success(changes)))

@@ -73,6 +73,7 @@ struct WireWriter {
 
     /// A record dictionary, or a tombstone `{recordName, recordType, deleted: true}`.
     mutating func record(_ record: RecordSnapshot, zoneName: String, owner: String) {
+        if let answer = record.storedAnswer { return self.record(answer, of: record, zoneName: zoneName, owner: owner) }
         self.object { writer in
             writer.json.key(known: "recordName"); writer.json.string(record.recordName)
             writer.json.key(known: "recordType"); writer.json.string(record.recordType)
@@ -90,16 +91,46 @@ struct WireWriter {
         }
     }
 
-    /// Stored field JSON, spliced in as it is unless numbers become strings or assets get their download URLs.
+    /// A record from its stored answer (`RecordSnapshot.storedAnswer`): copied, its change tag and zone written after
+    /// it; parsed and written again only when its fields change on the way out.
+    private mutating func record(_ answer: String, of record: RecordSnapshot, zoneName: String, owner: String) {
+        self.object { writer in
+            if writer.rewrites(answer), var members = try? JSONValue.parse(Array("{\(answer)}".utf8)).objectValue {
+                members["fields"] = members["fields"].map(writer.rewritten)
+                for (key, value) in members.sorted(by: { $0.key < $1.key }) {
+                    writer.json.key(key); writer.json.value(value)
+                }
+            } else {
+                writer.json.raw(answer)
+            }
+            if !record.deleted {
+                writer.json.key(known: "recordChangeTag"); writer.json.string(digitsOf: record.changeSeq, radix: ChangeTag.radix)
+            }
+            writer.json.key(known: "zoneID"); writer.zoneID(zoneName, owner: owner)
+        }
+    }
+
+    /// Stored field JSON, spliced in as it is unless it changes on the way out.
     private mutating func fields(_ stored: String) {
-        let hasAssets = self.downloadURL != nil && Self.mentionsAsset(stored)
-        if self.numbersAsStrings || hasAssets, var fields = try? JSONValue.parse(Array(stored.utf8)) {
-            if self.numbersAsStrings { fields = Self.stringifyingNumbers(fields) }
-            if hasAssets, let downloadURL = self.downloadURL { fields = Self.addingDownloadURLs(fields, downloadURL) }
-            self.json.value(fields)
+        if self.rewrites(stored), let fields = try? JSONValue.parse(Array(stored.utf8)) {
+            self.json.value(self.rewritten(fields))
         } else {
             self.json.raw(stored)
         }
+    }
+
+    /// Whether stored JSON holding fields changes on the way out: numbers become strings, or assets get their
+    /// download URLs.
+    private func rewrites(_ stored: String) -> Bool {
+        self.numbersAsStrings || (self.downloadURL != nil && Self.mentionsAsset(stored))
+    }
+
+    /// Fields as this answer writes them.
+    private func rewritten(_ fields: JSONValue) -> JSONValue {
+        var fields = fields
+        if self.numbersAsStrings { fields = Self.stringifyingNumbers(fields) }
+        if let downloadURL = self.downloadURL { fields = Self.addingDownloadURLs(fields, downloadURL) }
+        return fields
     }
 
     /// `{"recordName": name, "deleted": true}` or the zone form: what a deletion answers.

@@ -4,14 +4,16 @@ import Logging
 import PostgresNIO
 
 extension RecordStore {
-    /// The changes in a zone after `syncToken` (everything, without tombstones, when it is nil).
+    /// The changes in a zone after `syncToken` (everything, without tombstones, when it is nil). With `storedAnswers`
+    /// and all fields desired, each record comes as its stored answer (`RecordSnapshot.storedAnswer`), for a response
+    /// to copy.
     ///
     /// The database's change head is read in the same statement (one snapshot) as the changed rows. Writers hold
     /// the database row lock from their first statement to commit, so a snapshot that sees head H sees every
     /// change numbered up to H: a token never jumps over a change that commits later.
     public func changes(
         zoneName: String, since syncToken: String?, limit: Int?, desiredKeys: [String]?, recordTypes: [String]?,
-        in database: DatabaseRef, logger: Logger
+        storedAnswers: Bool = false, in database: DatabaseRef, logger: Logger
     ) async throws -> ZoneChanges {
         let limit = try self.resultsLimit(limit)
         let token = try self.zoneToken(syncToken, in: database)
@@ -39,12 +41,15 @@ extension RecordStore {
             var zone: ZoneHeads.Head?
             var records: [RecordSnapshot] = []
             records.reserveCapacity(limit + 1)
-            for try await row in try await connection.execute(page, logger: logger) {
-                switch row {
-                case .zone(let head): zone = head
-                case .record(let record): records.append(record)
+            func read<Page: PostgresPreparedStatement>(_ page: Page) async throws where Page.Row == ZoneChangesPage.Row {
+                for try await row in try await connection.execute(page, logger: logger) {
+                    switch row {
+                    case .zone(let head): zone = head
+                    case .record(let record): records.append(record)
+                    }
                 }
             }
+            if storedAnswers && desiredKeys == nil { try await read(ZoneAnswersPage(page)) } else { try await read(page) }
             guard let zone else { throw CloudError.zoneNotFound(zoneName) }
             if let token {
                 if token.zoneID != zone.id {
@@ -241,11 +246,49 @@ struct ZoneChangesPage: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row {
         var cells = RowCells(row)
         if let record = try RecordStore.snapshot(from: &cells) { return .record(record) }
-        // One row a page: found by name, not by counting the record columns before it.
+        return .zone(try Self.zone(row))
+    }
+
+    /// The page's zone row: one a page, its columns found by name, not by counting the record columns before them.
+    static func zone(_ row: PostgresRow) throws -> ZoneHeads.Head {
         let zone = row.makeRandomAccess()
         func column(_ name: String) throws -> Int64 { try zone[name].decode(Int64.self, context: .default) }
-        return .zone(
-            ZoneHeads.Head(
-                id: try column("zone_id"), head: try column("head"), purgedSeq: try column("purged_seq"), changeSeq: try column("zone_seq")))
+        return ZoneHeads.Head(
+            id: try column("zone_id"), head: try column("head"), purgedSeq: try column("purged_seq"), changeSeq: try column("zone_seq"))
+    }
+}
+
+/// `ZoneChangesPage` with each record's stored answer (`records.answer`) in place of its fields and stamps: the function
+/// `zone_then_answers` (migrations/0017). A page decodes five cells a record instead of eleven, and PostgreSQL renders
+/// no fields as text.
+struct ZoneAnswersPage: PostgresPreparedStatement {
+    static var name: String { "ZoneAnswersPage" }
+    static let sql = "SELECT * FROM zone_then_answers($1, $2, $3, $4, $5, $6)"
+
+    typealias Row = ZoneChangesPage.Row
+
+    var page: ZoneChangesPage
+
+    init(_ page: ZoneChangesPage) { self.page = page }
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 6)
+        bindings.append(self.page.databaseID)
+        bindings.append(self.page.zoneName)
+        bindings.append(self.page.after)
+        bindings.append(self.page.tombstonesAfter)
+        bindings.append(self.page.recordTypes)
+        bindings.append(Int64(self.page.limit))
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        var cells = RowCells(row)
+        guard let name = try cells.optionalText() else { return .zone(try ZoneChangesPage.zone(row)) }
+        let unread = ChangeStamp(timestamp: 0, userRecordName: "", deviceID: "")
+        return .record(
+            RecordSnapshot(
+                recordName: name, recordType: try cells.text(), changeSeq: try cells.int64(), deleted: try cells.next(), fieldsJSON: "",
+                created: unread, modified: unread, storedAnswer: try cells.text()))
     }
 }

@@ -36,6 +36,12 @@ import Testing
             let download = try #require(photo["value"]?["downloadURL"]?.stringValue)
             #expect(download.contains("${f}"))
 
+            // A page of changes copies the record's stored answer, but an asset still gets its download URL.
+            let page = try await server.call("changes/zone", ["zones": [["zoneID": ["zoneName": "_defaultZone"]]]], as: server.alice)
+            let paged = try #require(page.json["zones"]?[0]?["records"]?[0]?["fields"]?["photo"]?["value"])
+            #expect(paged["downloadURL"]?.stringValue?.contains("${f}") == true)
+            #expect(paged["fileChecksum"]?.stringValue == TestData.hex(data))
+
             let lookup = try await server.call("records/lookup", ["records": [["recordName": "p1"]]], as: server.alice)
             let fetched = try #require(lookup.records.first?["fields"]?["photo"]?["value"]?["downloadURL"]?.stringValue).replacingOccurrences(
                 of: "${f}", with: "photo.jpg")
