@@ -73,7 +73,11 @@ struct WireWriter {
 
     /// A record dictionary, or a tombstone `{recordName, recordType, deleted: true}`.
     mutating func record(_ record: RecordSnapshot, zoneName: String, owner: String) {
-        if let answer = record.storedAnswer { return self.record(answer, of: record, zoneName: zoneName, owner: owner) }
+        // A tombstone is written from its name and type, never from an answer: a record answered as gone (a type the
+        // caller may not read) is a live one marked deleted, whose answer holds its fields.
+        if let answer = record.storedAnswer, !record.deleted {
+            return self.record(answer, changeSeq: record.changeSeq, zoneName: zoneName, owner: owner)
+        }
         self.object { writer in
             writer.json.key(known: "recordName"); writer.json.string(record.recordName)
             writer.json.key(known: "recordType"); writer.json.string(record.recordType)
@@ -93,7 +97,7 @@ struct WireWriter {
 
     /// A record from its stored answer (`RecordSnapshot.storedAnswer`): copied, its change tag and zone written after
     /// it; parsed and written again only when its fields change on the way out.
-    private mutating func record(_ answer: String, of record: RecordSnapshot, zoneName: String, owner: String) {
+    private mutating func record(_ answer: String, changeSeq: Int64, zoneName: String, owner: String) {
         self.object { writer in
             if writer.rewrites(answer), var members = try? JSONValue.parse(Array("{\(answer)}".utf8)).objectValue {
                 members["fields"] = members["fields"].map(writer.rewritten)
@@ -103,9 +107,7 @@ struct WireWriter {
             } else {
                 writer.json.raw(answer)
             }
-            if !record.deleted {
-                writer.json.key(known: "recordChangeTag"); writer.json.string(digitsOf: record.changeSeq, radix: ChangeTag.radix)
-            }
+            writer.json.key(known: "recordChangeTag"); writer.json.string(digitsOf: changeSeq, radix: ChangeTag.radix)
             writer.json.key(known: "zoneID"); writer.zoneID(zoneName, owner: owner)
         }
     }

@@ -27,7 +27,7 @@ public func makePublicSnapshot(
         var token: String?
         while true {
             let page = try await records.changes(
-                zoneName: zone, since: token, limit: nil, desiredKeys: nil, recordTypes: nil, in: database, logger: logger)
+                zoneName: zone, since: token, limit: nil, desiredKeys: nil, recordTypes: nil, storedAnswers: true, in: database, logger: logger)
             for record in page.records {
                 if record.deleted {
                     current[record.recordName] = nil

@@ -1,5 +1,5 @@
 import CloudCore
-import CloudHTTP
+@testable import CloudHTTP
 import CloudPostgres
 import Foundation
 import Testing
@@ -58,6 +58,22 @@ import Testing
                 }
             }
         }
+    }
+
+    /// A live record answered as gone (a type the caller may not read: the public cache's ranges) is written from its
+    /// name and type, never from its stored answer, which holds its fields.
+    @Test func aRecordMarkedDeletedIsNotWrittenFromItsAnswer() throws {
+        let stamp = ChangeStamp(timestamp: 1, userRecordName: "_u", deviceID: "d")
+        var record = RecordSnapshot(
+            recordName: "secret", recordType: "Note", changeSeq: 7, deleted: false, fieldsJSON: "", created: stamp, modified: stamp,
+            storedAnswer: #""recordName":"secret","recordType":"Note","fields":{"text":{"type":"STRING","value":"hidden"}}"#)
+        record.deleted = true
+        var writer = WireWriter()
+        writer.record(record, zoneName: "_defaultZone", owner: "_defaultOwner")
+        let written = try JSONValue.parse(writer.json.bytes)
+        #expect(written["deleted"] == true)
+        #expect(written["recordName"] == "secret")
+        #expect(written["fields"] == nil)
     }
 
     @Test func aPageCarriesOnlyTheDesiredRecordTypesAndKeys() async throws {
