@@ -179,7 +179,7 @@ extension DatabaseController {
         }
         let page = try await self.records.query(
             query, zoneName: zoneWide ? nil : zone, offset: offset, limit: try call.body.int("resultsLimit"),
-            desiredKeys: desiredKeys, in: call.database, logger: call.logger)
+            desiredKeys: desiredKeys, storedAnswers: true, in: call.database, logger: call.logger)
         var writer = try self.writer(call)
         writer.object { writer in
             writer.list("records") { writer in

@@ -284,11 +284,7 @@ struct ZoneAnswersPage: PostgresPreparedStatement {
 
     func decodeRow(_ row: PostgresRow) throws -> Row {
         var cells = RowCells(row)
-        guard let name = try cells.optionalText() else { return .zone(try ZoneChangesPage.zone(row)) }
-        let unread = ChangeStamp(timestamp: 0, userRecordName: "", deviceID: "")
-        return .record(
-            RecordSnapshot(
-                recordName: name, recordType: try cells.text(), changeSeq: try cells.int64(), deleted: try cells.next(), fieldsJSON: "",
-                created: unread, modified: unread, storedAnswer: try cells.text()))
+        if let record = try RecordStore.snapshot(answeredFrom: &cells) { return .record(record) }
+        return .zone(try ZoneChangesPage.zone(row))
     }
 }

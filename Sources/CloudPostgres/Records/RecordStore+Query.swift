@@ -4,16 +4,18 @@ import PostgresNIO
 
 extension RecordStore {
     /// Runs `records/query` in one zone (or every zone of the database when `zoneName` is nil). Under a deployed
-    /// schema the query must pass its `check` (declared type, queryable filters, sortable sorts).
+    /// schema the query must pass its `check` (declared type, queryable filters, sortable sorts). With `storedAnswers`
+    /// and all fields desired, each record comes as its stored answer (`RecordSnapshot.storedAnswer`).
     public func query(
-        _ query: RecordQuery, zoneName: String?, offset: Int64, limit: Int?, desiredKeys: [String]?,
+        _ query: RecordQuery, zoneName: String?, offset: Int64, limit: Int?, desiredKeys: [String]?, storedAnswers: Bool = false,
         in database: DatabaseRef, logger: Logger
     ) async throws -> QueryPage {
         let limit = try self.resultsLimit(limit)
         return try await self.client.reading { connection in
             try await self.schema(ofDatabase: database.id, on: connection, logger: logger)?.check(query, path: "query")
             var builder = SQLBuilder()
-            let columns = Self.recordColumns(&builder, desiredKeys: desiredKeys)
+            let answered = storedAnswers && desiredKeys == nil
+            let columns = answered ? Self.answerColumns : Self.recordColumns(&builder, desiredKeys: desiredKeys)
             var zoneCondition: String
             if let zoneName {
                 let zoneID = try await self.zoneID(named: zoneName, in: database, on: connection, logger: logger)
@@ -38,7 +40,7 @@ extension RecordStore {
             let rows = try await connection.query(builder.query, logger: logger)
             for try await row in rows {
                 var cells = RowCells(row)
-                guard let record = try Self.snapshot(from: &cells) else { throw RowCells.missing }
+                guard let record = try answered ? Self.snapshot(answeredFrom: &cells) : Self.snapshot(from: &cells) else { throw RowCells.missing }
                 records.append(record)
                 zoneNames.append(try cells.next())
             }

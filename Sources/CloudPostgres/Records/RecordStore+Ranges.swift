@@ -30,21 +30,21 @@ extension RecordStore {
     /// second value is where they end (`to`, or the last one's number when the limit cut them). `to` must not be past
     /// the database's head, read in the same statement as the rows: every change up to it has committed (writers hold
     /// the database's lock until they commit, docs/SYNC.md), so nothing in the range is missing. CHANGE_TOKEN_EXPIRED
-    /// when `from` is before the zone's purge horizon (deletions from then may be gone).
+    /// when `from` is before the zone's purge horizon (deletions from then may be gone). The records come as their
+    /// stored answers (`RecordSnapshot.storedAnswer`): ranges only go into responses.
     public func changes(
         zoneName: String, after from: Int64, upTo to: Int64, limit: Int, in database: DatabaseRef, logger: Logger
     ) async throws -> (records: [RecordSnapshot], end: Int64) {
         guard from >= 0, to >= from else { throw CloudError.badRequest("from must be at least 0 and to at least from") }
         return try await self.client.reading { connection in
             var builder = SQLBuilder()
-            let columns = Self.recordColumns(&builder, desiredKeys: nil)
             builder.append(
                 """
                 SELECT h.head, h.purged_seq, r.* FROM (
                     SELECT z.id, d.change_seq AS head, z.purged_seq FROM databases d JOIN zones z ON z.database_id = d.id
                     WHERE d.id = \(builder.bind(database.id)) AND z.zone_name = \(builder.bind(zoneName)) AND NOT z.deleted) h
                 LEFT JOIN LATERAL (
-                    SELECT \(columns) FROM records r
+                    SELECT \(Self.answerColumns) FROM records r
                     WHERE r.zone_id = h.id AND r.change_seq > \(builder.bind(from)) AND r.change_seq <= \(builder.bind(to))
                     ORDER BY r.change_seq LIMIT \(builder.bind(limit + 1))) r ON true
                 """)
@@ -53,7 +53,7 @@ extension RecordStore {
             for try await row in try await connection.query(builder.query, logger: logger) {
                 var cells = RowCells(row)
                 zone = (try cells.next(), try cells.next())
-                if let record = try Self.snapshot(from: &cells) { records.append(record) }
+                if let record = try Self.snapshot(answeredFrom: &cells) { records.append(record) }
             }
             guard let zone else { throw CloudError.zoneNotFound(zoneName) }
             guard from >= zone.horizon else { throw CloudError.changeTokenExpired }

@@ -46,6 +46,20 @@ extension RecordStore {
             modified: ChangeStamp(timestamp: try cells.int64(), userRecordName: try cells.text(), deviceID: try cells.text()))
     }
 
+    /// The columns `snapshot(answeredFrom:)` decodes: a record's stored answer (migrations/0017) in place of its fields
+    /// and stamps, for reads whose records only go into a response.
+    static let answerColumns = "r.record_name, r.record_type, r.change_seq, r.deleted, r.answer"
+
+    /// A record as its stored answer (`RecordSnapshot.storedAnswer`) at the cells' position, nil when the row has none
+    /// there.
+    static func snapshot(answeredFrom cells: inout RowCells) throws -> RecordSnapshot? {
+        guard let name = try cells.optionalText() else { return nil }
+        let unread = ChangeStamp(timestamp: 0, userRecordName: "", deviceID: "")
+        return RecordSnapshot(
+            recordName: name, recordType: try cells.text(), changeSeq: try cells.int64(), deleted: try cells.next(), fieldsJSON: "",
+            created: unread, modified: unread, storedAnswer: try cells.text())
+    }
+
     /// A row that is only the record columns.
     static func snapshot(_ row: PostgresRow) throws -> RecordSnapshot {
         var cells = RowCells(row)

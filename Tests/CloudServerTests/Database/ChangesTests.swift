@@ -29,7 +29,7 @@ import Testing
 
     /// A page copies each record's answer as it was stored when the record was written (migrations/0017); the same
     /// page asked with every key desired is written from the record's columns. Both say the same, numbers as strings
-    /// or not, for strings that need escaping, every kind of value, an update and a tombstone.
+    /// or not, for strings that need escaping, every kind of value, an update and a tombstone; and so do queries.
     @Test func aStoredAnswerSaysWhatTheRecordsColumnsSay() async throws {
         try await TestServer.run { server in
             let fields: [String: JSONValue] = [
@@ -56,6 +56,17 @@ import Testing
                     #expect(answered.arrayValue?.count == 2)  // the first sync skips the tombstone, the delta has it
                     #expect(answered == (try await page(Array(fields.keys))))
                 }
+            }
+            // records/query copies stored answers too.
+            for numbersAsStrings in [false, true] {
+                func query(_ desiredKeys: [String]?) async throws -> JSONValue? {
+                    var body: [String: JSONValue] = ["query": ["recordType": "Visit"], "numbersAsStrings": .bool(numbersAsStrings)]
+                    if let desiredKeys { body["desiredKeys"] = .array(desiredKeys.map { .string($0) }) }
+                    return try await server.call("records/query", .object(body), as: server.alice).json["records"]
+                }
+                let answered = try #require(try await query(nil))
+                #expect(answered.arrayValue?.count == 2)
+                #expect(answered == (try await query(Array(fields.keys))))
             }
         }
     }
