@@ -10,8 +10,8 @@ public struct RecordSnapshot: Sendable, Hashable {
     public var created: ChangeStamp
     public var modified: ChangeStamp
     /// The record's answer as stored with it when it was written: the members of its dictionary but its change tag and
-    /// zone (migrations/0017). Only pages of changes read it (`RecordStore.changes(…storedAnswers: true…)`), and they
-    /// leave `fieldsJSON` and the stamps empty: the answer holds them, and a response copies it.
+    /// zone (migrations/0017). Only reads whose records go straight into a response read it (pages of changes, queries,
+    /// the public cache's ranges), and they leave `fieldsJSON` and the stamps empty: the answer holds them.
     public var storedAnswer: String?
 
     public init(
