@@ -57,7 +57,7 @@ done
 
 # The raw SELECT of the same rows: the columns a page reads, by the same index.
 zone_id="$(psql -qAt "$STADIUMCLOUD_DATABASE_URL" -c "SELECT id FROM zones WHERE zone_name = 'visits'")"
-columns="record_name, record_type, change_seq, deleted, fields::text, created_ms, created_by, created_device, modified_ms, modified_by, modified_device"
+columns="record_name, record_type, change_seq, deleted, answer"
 delta_from="$(psql -qAt "$STADIUMCLOUD_DATABASE_URL" -c "SELECT change_seq FROM records WHERE zone_id = $zone_id ORDER BY change_seq OFFSET 1899 LIMIT 1")"
 echo "SELECT $columns FROM records WHERE zone_id = $zone_id AND NOT deleted ORDER BY change_seq LIMIT 201;" >"$bench_work/raw-first.sql"
 echo "SELECT $columns FROM records WHERE zone_id = $zone_id AND change_seq > $delta_from ORDER BY change_seq LIMIT 201;" >"$bench_work/raw-delta.sql"
