@@ -55,13 +55,15 @@ final class OpenConnections: Sendable {
         (self.maximum, self.logger, self.connect) = (maximum, logger, connect)
     }
 
-    /// Connections to `url`, each of which confirms the database's history before its first use.
+    /// Connections to `url`, each of which confirms the database's history before its first use. A long read on one
+    /// may wait for its reader, so each reads only when asked (`ReadsOnlyWhenAsked`).
     convenience init(_ url: DatabaseURL, maximum: Int, connectTimeout: Duration = .seconds(5), history: DatabaseHistory, logger: Logger) {
         var configuration = url.connectionConfiguration
         configuration.options.connectTimeout = .init(connectTimeout)
         let fixed = configuration
         self.init(maximum: maximum, logger: logger) { id in
-            let connection = try await PostgresConnection.connect(configuration: fixed, id: id, logger: logger)
+            let connection = try await PostgresConnection.connectReadingOnlyWhenAsked(
+                host: url.host, port: url.port, configuration: fixed, id: id, logger: logger)
             do {
                 try await history.confirm(on: connection, logger: logger)
             } catch {

@@ -84,6 +84,38 @@ import Testing
         }
     }
 
+    /// PostgreSQL goes away (a restart, a failover) while a long read waits for its reader: the read fails, the
+    /// connection's slot is freed, and the process lives. PostgresNIO 1.33 stopped the process there ("How can we
+    /// receive a body part, after a channelReadComplete, but no read has been forwarded yet"), as a server whose
+    /// PostgreSQL stopped while it warmed its canonical catalog showed.
+    @Test func aReadWaitingForItsReaderFailsWhenItsConnectionEnds() async throws {
+        let url = try await TestDatabase.shared.makeDatabase()
+        let relay = try HeldRelay(to: url.port)
+        let connections = OpenConnections(maximum: 1, logger: TestDatabase.logger) { id in
+            try await PostgresConnection.connectReadingOnlyWhenAsked(
+                host: "127.0.0.1", port: relay.port, configuration: url.connectionConfiguration, id: id, logger: TestDatabase.logger)
+        }
+        let read = await #expect(throws: PSQLError.self) {
+            try await connections.withConnection { connection in
+                relay.hold()
+                async let answer = connection.query("SELECT n FROM generate_series(1, 5000) AS n", logger: TestDatabase.logger)
+                // PostgreSQL has sent most of its answer (19 bytes a row); the first 20 kB of it (~1,000 rows, more
+                // than PostgresNIO takes in before it waits for its reader) reach the client.
+                try await eventually("PostgreSQL answers") { relay.heldBytes > 60_000 }
+                relay.release(20_000)
+                var rows = try await answer.decode(Int64.self).makeAsyncIterator()
+                #expect(try await rows.next() == 1)
+                // The reader pauses; the server goes away in the middle of the next rows.
+                relay.cut(after: 10_000)
+                try await connection.closeFuture.get()
+                while try await rows.next() != nil {}
+            }
+        }
+        #expect(read?.code == .serverClosedConnection || read?.code == .connectionError, "\(String(reflecting: read))")
+        try await eventually("the closed connection's slot is free") { connections.counts.slots == 0 }
+        connections.close()
+    }
+
     @Test func aWaitCutShortByItsDeadlineLeavesNothingBehind() async throws {
         let url = try await TestDatabase.shared.makeDatabase()
         try await withDatabasePool(url, maximumConnections: 1, logger: TestDatabase.logger) { pool in
