@@ -99,8 +99,8 @@ import Testing
             try await connections.withConnection { connection in
                 relay.hold()
                 async let answer = connection.query("SELECT n FROM generate_series(1, 5000) AS n", logger: TestDatabase.logger)
-                // PostgreSQL has sent most of its answer (19 bytes a row); the first 20 kB of it (~1,000 rows, more
-                // than PostgresNIO takes in before it waits for its reader) reach the client.
+                // PostgreSQL has sent most of its answer (15 bytes a row); the first 20 kB of it (~1,300 rows, more
+                // than the 256 PostgresNIO takes in before it waits for its reader) reach the client.
                 try await eventually("PostgreSQL answers") { relay.heldBytes > 60_000 }
                 relay.release(20_000)
                 var rows = try await answer.decode(Int64.self).makeAsyncIterator()
