@@ -44,6 +44,8 @@ public final class ChangeFeed: Sendable {
 
     /// Waiters registered now (for `/metrics` and tests).
     public var waiting: Int { self.state.withLock { $0.waiters.count } }
+    /// Changed whenever `waiting` changes.
+    public let waitingChanges = StateSignal()
 
     /// Registers a waiter for changes to any of `databases`; THROTTLED past the limits.
     public func register(databases: [Int64], account: Int64?) throws -> ChangeWaiter {
@@ -64,6 +66,7 @@ public final class ChangeFeed: Sendable {
             for database in databases { state.byDatabase[database, default: []].insert(state.nextID) }
             return state.nextID
         }
+        self.waitingChanges.changed()
         return ChangeWaiter(feed: self, id: id)
     }
 
@@ -131,6 +134,7 @@ public final class ChangeFeed: Sendable {
             if case .waiting(let continuation) = waiter.phase { return continuation }
             return nil
         }
+        self.waitingChanges.changed()
         continuation?.resume(returning: false)
     }
 }

@@ -24,8 +24,9 @@ final class ConsoleImports: Sendable {
 
     private let state = Mutex<Job?>(nil)
     private let clock: ServerClock
+    private let changes: StateSignal
 
-    init(clock: ServerClock) { self.clock = clock }
+    init(clock: ServerClock, changes: StateSignal) { (self.clock, self.changes) = (clock, changes) }
 
     var current: Job? { self.state.withLock { $0 } }
 
@@ -51,6 +52,7 @@ final class ConsoleImports: Sendable {
                         state?.steps = steps
                         state?.message = message
                     }
+                    self.changes.changed()
                 }
             } catch {
                 logger.error("console import failed: \(String(reflecting: error))")
@@ -60,6 +62,7 @@ final class ConsoleImports: Sendable {
                 state?.endedMs = self.clock.now
                 state?.changes = outcome
             }
+            self.changes.changed()
         }
         return true
     }

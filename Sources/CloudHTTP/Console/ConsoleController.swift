@@ -26,7 +26,7 @@ struct ConsoleController: Sendable {
     ) {
         (self.dependencies, self.configuration, self.limiter, self.statistics) = (dependencies, configuration, limiter, statistics)
         self.publicData = publicData
-        self.imports = ConsoleImports(clock: configuration.clock)
+        self.imports = ConsoleImports(clock: configuration.clock, changes: configuration.signals.consoleImport)
         self.startedMs = configuration.clock.now
     }
 

@@ -1,4 +1,5 @@
 import CloudCore
+import CloudRuntime
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -14,8 +15,9 @@ final class OpenConnectionCount: Sendable {
     let maximum: Int
     private let open = Atomic<Int>(0)
     private let gauge = Gauge(label: "stadiumcloud_open_connections")
+    private let placeFreed: StateSignal
 
-    init(maximum: Int) { self.maximum = maximum }
+    init(maximum: Int, placeFreed: StateSignal) { (self.maximum, self.placeFreed) = (maximum, placeFreed) }
 
     /// Counts a new connection; false when it is one too many.
     func admit() -> Bool {
@@ -24,7 +26,11 @@ final class OpenConnectionCount: Sendable {
         return now <= self.maximum
     }
 
-    func release() { self.gauge.record(self.open.wrappingSubtract(1, ordering: .relaxed).newValue) }
+    func release() {
+        let now = self.open.wrappingSubtract(1, ordering: .relaxed).newValue
+        self.gauge.record(now)
+        if now < self.maximum { self.placeFreed.changed() }
+    }
 }
 
 /// Guards one connection: past the maximum it is answered 503 TRY_AGAIN_LATER at once and closed; a connection whose

@@ -49,6 +49,17 @@ public struct ServerConfiguration: Sendable {
     public var shutdownGrace: Duration = .seconds(30)
     /// The time the server goes by (URL and token lifetimes, change stamps, deadlines); tests move their own.
     public var clock = ServerClock.system
+    /// Changes tests wait on instead of polling; nothing in the server waits on them.
+    public var signals = Signals()
+
+    public struct Signals: Sendable {
+        /// A connection left and its place is free again (`connections.maximum`).
+        public var connectionPlaceFreed = StateSignal()
+        /// A console import made progress or ended.
+        public var consoleImport = StateSignal()
+
+        public init() {}
+    }
     /// What the cacheable public reads sign their answers with, and the snapshot they send expired positions to
     /// (docs/SCALING.md, "Caches in front").
     public var publicSnapshots = PublicSnapshotConfiguration()

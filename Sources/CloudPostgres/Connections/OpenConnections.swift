@@ -1,4 +1,5 @@
 import CloudCore
+import CloudRuntime
 import Logging
 import NIOCore
 import PostgresNIO
@@ -89,12 +90,17 @@ final class OpenConnections: Sendable {
             state.slots -= state.idle.count
             return (state.idle, state.waiting)
         }
+        self.countChanges.changed()
         for waiter in waiting { waiter.continuation.resume(throwing: CloudError.databaseUnavailable(retryAfter: 1)) }
         for connection in idle { Self.closeInBackground(connection) }
     }
 
     /// How many connections are open or being opened, and how many of those are lent (for tests).
     var counts: (slots: Int, lent: Int, idle: Int) { self.state.withLock { ($0.slots, $0.lent.count, $0.idle.count) } }
+    /// Requests waiting for a connection (for tests).
+    var waitingRequests: Int { self.state.withLock { $0.waiting.count } }
+    /// Changed whenever a slot is given up (a connection closed or dropped) or a request starts waiting, for tests.
+    let countChanges = StateSignal()
 
     private enum Ticket {
         case connection(PostgresConnection)
@@ -137,7 +143,7 @@ final class OpenConnections: Sendable {
                     state.waiting.append((id, continuation))
                     return nil
                 }
-                if let ready { continuation.resume(with: ready) }
+                if let ready { continuation.resume(with: ready) } else { self.countChanges.changed() }
             }
         } onCancel: {
             let waiter = self.state.withLock { state in
@@ -226,6 +232,7 @@ final class OpenConnections: Sendable {
             }
             return state.waiting.removeFirst().continuation
         }
+        self.countChanges.changed()
         waiter?.resume(returning: nil)
     }
 

@@ -48,6 +48,8 @@ final class WebAuthSessions: Sendable {
     let loadKey: @Sendable (Logger) async throws -> [UInt8]
     /// Writes first uses `writeInterval` after the first unwritten one (nil interval: only `writeUses`, for tests).
     private let writing: DelayedFlush
+    /// Changed whenever a write of first uses ends (for tests).
+    let usesWritten = StateSignal()
     private let state = Mutex(State())
     /// Concurrent reads of sessions share one statement (`load`).
     private let loads = CoalescedReads<Int64, Session>()
@@ -183,6 +185,7 @@ final class WebAuthSessions: Sendable {
                     if state.writing[session]?.isEmpty == true { state.writing[session] = nil }
                 }
             }
+            self.usesWritten.changed()
         }
         guard !uses.isEmpty else { return }
         do {

@@ -45,6 +45,8 @@ public final class ChangeBroadcast: Service, Sendable {
     public var peerCount: Int { self.peers.withLock { $0.others } }
     /// Notifications sent so far.
     public var notificationsSent: Int { self.sent.load(ordering: .relaxed) }
+    /// Changed whenever `listenCount`, `peerCount` or `notificationsSent` changes.
+    public let countChanges = StateSignal()
 
     /// A write to these databases committed: wakes this process's waiters and notifies the other processes.
     public func committed(_ databases: some Sequence<Int64>) {
@@ -76,6 +78,7 @@ public final class ChangeBroadcast: Service, Sendable {
                 do {
                     try await self.client.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: self.logger)
                     self.sent.add(1, ordering: .relaxed)
+                    self.countChanges.changed()
                 } catch {
                     // Other processes' waiters then wake at their timeout and re-check: late, not lost.
                     self.logger.warning("could not notify other processes of changes", metadata: ["error": "\(String(reflecting: error))"])
@@ -130,6 +133,7 @@ public final class ChangeBroadcast: Service, Sendable {
                 try await connection.listen(on: Self.channel) { notifications in
                     self.listens.add(1, ordering: .relaxed)
                     self.peers.withLock { $0 = (listening: true, others: -1) }
+                    self.countChanges.changed()
                     backoff = .milliseconds(100)
                     // Whatever committed while nobody listened is caught up by waking everyone.
                     self.feed.wakeAll()
@@ -141,7 +145,11 @@ public final class ChangeBroadcast: Service, Sendable {
                         group.addTask {
                             for try await notification in notifications {
                                 guard let databases = self.databases(in: notification.payload) else { continue }
-                                self.peers.withLock { $0.others = max($0.others, 1) }
+                                let counted = self.peers.withLock { peers in
+                                    defer { peers.others = max(peers.others, 1) }
+                                    return peers.others >= 1
+                                }
+                                if !counted { self.countChanges.changed() }
                                 self.feed.changed(databases)
                             }
                         }
@@ -155,6 +163,7 @@ public final class ChangeBroadcast: Service, Sendable {
                     "the change listener lost PostgreSQL; reconnecting in \(backoff)", metadata: ["error": "\(String(reflecting: error))"])
             }
             self.peers.withLock { $0 = (listening: false, others: -1) }
+            self.countChanges.changed()
             do { try await Task.sleep(for: backoff) } catch { return }
             backoff = min(backoff * 2, .seconds(5))
         }
@@ -179,6 +188,7 @@ public final class ChangeBroadcast: Service, Sendable {
                 """, logger: self.logger
             ).decode(Int.self) { others = count }
             self.peers.withLock { $0 = (listening: true, others: others) }
+            self.countChanges.changed()
             try await Task.sleep(for: announced ? .seconds(2) : .seconds(1))
             if !announced { self.feed.wakeAll() }
             announced = true

@@ -15,7 +15,7 @@ import Testing
 /// Erasing an account (docs/PRIVACY.md): afterwards no row of any table and no byte of the asset store belongs to
 /// the person, whatever they had, while another account's data is untouched byte for byte. Every table is read, so
 /// a table added later is covered.
-@Suite struct AccountErasureTests {
+@Suite(.bounded) struct AccountErasureTests {
     @Test func nothingOfAnErasedAccountRemainsAndNobodyElsesDataChanges() async throws {
         try await TestServer.run { server in
             let records = server.dependencies.records

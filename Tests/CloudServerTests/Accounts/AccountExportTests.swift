@@ -14,7 +14,7 @@ import Testing
 
 /// The account export (docs/PRIVACY.md, "Export"): one archive any `tar` reads, every file checked against its
 /// manifest, and an import into a fresh account that reproduces the records and the assets' bytes exactly.
-@Suite struct AccountExportTests {
+@Suite(.bounded) struct AccountExportTests {
     @Test func aPersonsExportImportsIntoAFreshAccountExactly() async throws {
         try await ClientSyncTests.run { server, folder in
             let records = server.dependencies.records

@@ -6,7 +6,7 @@ import HummingbirdTesting
 import Testing
 
 /// The asset flow with real clients against a listening server: curl sends `Expect: 100-continue` on large bodies.
-@Suite(.serialized) struct AssetClientTests {
+@Suite(.serialized, .bounded) struct AssetClientTests {
     /// Runs curl verbosely; returns its standard output and its trace (standard error). It waits for curl on a thread
     /// of its own: blocking one of Swift's cooperative threads (two here) starved the server in this process.
     static func curl(_ arguments: [String]) async throws -> (output: String, trace: String) {

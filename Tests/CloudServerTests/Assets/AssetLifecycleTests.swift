@@ -8,7 +8,7 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 
-@Suite struct AssetLifecycleTests {
+@Suite(.bounded) struct AssetLifecycleTests {
     @Test func theAccountQuotaIsEnforcedBeforeBytesAreStored() async throws {
         try await TestServer.run(configure: { $0.accountQuotaBytes = 300_000 }) { server in
             _ = try await server.upload(TestData.bytes(200_000))

@@ -8,7 +8,7 @@ import Testing
 
 /// The `AssetStore` contract, run against the store `STADIUMCLOUD_TEST_ASSETS` names (scripts/test sets an
 /// `s3://` bucket on a moto server for its second asset run) or else a `FileAssetStore` in a temporary folder.
-@Suite final class AssetStoreTests {
+@Suite(.bounded) final class AssetStoreTests {
     let location = TestAssets.location()
     let owner = "_0123456789abcdef0123456789abcdef"
 
@@ -146,7 +146,7 @@ import Testing
 /// A full disk under the asset folder: the upload is dropped (its partial file is what filled the disk) and answered
 /// TRY_AGAIN_LATER, so no later upload of anyone finds the disk still full of it. `/dev/full` answers every write with
 /// ENOSPC; the `disk-full` fault scenario fills a real small filesystem.
-@Suite struct FullAssetDiskTests {
+@Suite(.bounded) struct FullAssetDiskTests {
     @Test func anUploadThatFindsTheDiskFullIsDroppedAndAnsweredTryAgainLater() async throws {
         let root = NSTemporaryDirectory() + "stadiumcloud-full-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: root) }

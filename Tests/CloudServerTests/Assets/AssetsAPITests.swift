@@ -7,7 +7,7 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 
-@Suite struct AssetsAPITests {
+@Suite(.bounded) struct AssetsAPITests {
     @Test func uploadSaveFetchAndDownloadWithRanges() async throws {
         try await TestServer.run { server in
             let data = TestData.bytes(300_000)

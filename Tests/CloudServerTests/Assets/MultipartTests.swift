@@ -8,7 +8,7 @@ import Testing
 
 @testable import CloudHTTP
 
-@Suite struct MultipartTests {
+@Suite(.bounded) struct MultipartTests {
     static let boundary = "----StadiumCloudBoundary7MA4YWxkTrZu0gW"
 
     static func body(file: [UInt8], name: String = "files", withTextPartFirst: Bool = true) -> [UInt8] {

@@ -10,7 +10,7 @@ import Logging
 import Synchronization
 import Testing
 
-@Suite struct AuthTests {
+@Suite(.bounded) struct AuthTests {
     static let webAuthHeader = HTTPField.Name("X-Apple-CloudKit-Web-Auth-Token")!
 
     @Test func apiTokenIsRequiredAndChecked() async throws {

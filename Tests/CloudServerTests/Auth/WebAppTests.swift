@@ -10,7 +10,7 @@ import Testing
 /// Web apps (CloudKit JS in a page on another origin; docs/AUTH.md, "Web apps"): CORS for the operator's allowed
 /// origins only, and the sign-in popup handing the session back to its opener. The browser's side is
 /// `scripts/browser` (headless Chromium).
-@Suite struct WebAppTests {
+@Suite(.bounded) struct WebAppTests {
     static let app = "http://app.example.test"
 
     @Test func anAllowedOriginGetsCORSAndAnyOtherNone() async throws {

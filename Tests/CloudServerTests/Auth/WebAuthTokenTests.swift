@@ -8,7 +8,7 @@ import Testing
 
 /// Signed web auth tokens (docs/AUTH.md): no write per answer, the same promises as the row-per-token
 /// scheme, and that scheme's tokens still working after the migration.
-@Suite struct WebAuthTokenTests {
+@Suite(.bounded) struct WebAuthTokenTests {
     static let header = HTTPField.Name("X-Apple-CloudKit-Web-Auth-Token")!
 
     @Test func alteredForgedAndIdleTokensAreRefused() async throws {
@@ -42,9 +42,9 @@ import Testing
             let credentials = server.dependencies.credentials
             // The timed flush may already be writing some of them (a busy machine once had it in flight here): this
             // one writes the rest, and the rows are counted once both have committed.
+            await credentials.writeTokenUses(logger: TestDatabase.logger)
             var rows = 0
-            try await eventually("20 first uses written", within: .seconds(30)) {
-                await credentials.writeTokenUses(logger: TestDatabase.logger)
+            try await eventually("20 first uses written", on: credentials.sessions.usesWritten) {
                 for try await count in try await credentials.client.query("SELECT count(*) FROM auth_session_uses", logger: TestDatabase.logger)
                     .decode(Int64.self)
                 { rows = Int(count) }

@@ -12,7 +12,7 @@ import Synchronization
 import Testing
 
 /// The client SDK against a real server: two devices of one account, each with its own SQLite store.
-@Suite struct ClientSyncTests {
+@Suite(.bounded) struct ClientSyncTests {
     static let password = "correct horse battery staple"
 
     /// A server with the SportsTime schema and Alice's password; `folder` holds the devices' stores.
@@ -93,7 +93,7 @@ import Testing
             var iterator = reports.makeAsyncIterator()
             _ = await iterator.next()
             let feed = server.dependencies.records.changes.feed
-            try await eventually("the device to wait") { feed.waiting >= 1 }
+            try await eventually("the device to wait", on: feed.waitingChanges) { feed.waiting >= 1 }
 
             let started = ContinuousClock.now
             _ = try phone.addVisit(stadiumID: "stadium_mlb_oracle_park", date: 1_717_243_200_000, notes: "live")
@@ -103,7 +103,7 @@ import Testing
             print("live sync: phone's save to tablet's fetch in \(ContinuousClock.now - started)")
             #expect(try tablet.visits().map(\.notes) == ["live"])
 
-            try await eventually("the device to wait") { feed.waiting >= 1 }
+            try await eventually("the device to wait", on: feed.waitingChanges) { feed.waiting >= 1 }
             _ = try await server.importer.run(
                 try CanonicalFixtures.dataset.get(), container: "iCloud.com.sportstime.test", environment: "development", dryRun: false)
             report = await iterator.next()

@@ -9,7 +9,7 @@ import Testing
 
 /// Signed snapshots of public zones (docs/SCALING.md, "Snapshots"): a device starts from one with no network, then
 /// fetches only what changed since; an altered file, or one signed with a key the app does not carry, is refused.
-@Suite struct SnapshotTests {
+@Suite(.bounded) struct SnapshotTests {
     @Test func aDeviceStartsFromASignedSnapshotOfflineThenFetchesOnlyWhatChanged() async throws {
         try await ClientSyncTests.run { server, folder in
             _ = try await server.importer.run(

@@ -4,7 +4,7 @@ import CloudPostgres
 import Foundation
 import Testing
 
-@Suite struct ChangesTests {
+@Suite(.bounded) struct ChangesTests {
     @Test func pagesDeliverEveryChangeOnceAndTombstonesAfterTheFirstSync() async throws {
         try await TestServer.run { server in
             try await server.modify((0..<25).map { Op.create("r\($0)", ["n": .int(Int64($0))]) })

@@ -11,7 +11,7 @@ import Testing
 /// ends with exactly the server's final state. Bounded: 12 writers × 100 batches × 10 operations, through two stores
 /// (two server processes): within each, concurrent writes share transactions (`GroupCommit`); between them, the
 /// database lock orders the groups.
-@Suite struct ConcurrencyTests {
+@Suite(.bounded) struct ConcurrencyTests {
     static let (writers, batches) = (12, 100)
 
     /// Another server process's store on the same database: its own write groups, its own optimistic writes.

@@ -8,7 +8,7 @@ import Testing
 /// Conformance with CloudKit Web Services (`../shared/reference/cloudkit-web-services.md`): every routed endpoint,
 /// called with the documented request shapes and the lenient forms CloudKit JS, MistKit, OpenCloudKit and
 /// requests-cloudkit send, answered in the shapes their strict decoders expect (`WireShape`).
-@Suite struct ConformanceTests {
+@Suite(.bounded) struct ConformanceTests {
     /// The (method, path) pairs the tests below call. `everyRoutedEndpointIsCovered` holds it to the served OpenAPI
     /// document, which `scripts/check-openapi.py` holds to the routers: a new route must be added here, with a test.
     static let covered = Set<String>([

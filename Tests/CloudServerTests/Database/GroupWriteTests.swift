@@ -7,7 +7,7 @@ import Testing
 /// A group of batches written together (`RecordStore.writeTogether`), of one database or several, is planned in memory
 /// and stored in one statement: each batch must see the ones before it in its own database, and only those, be
 /// numbered after them, and fail alone, exactly as if each had committed on its own.
-@Suite struct GroupWriteTests {
+@Suite(.bounded) struct GroupWriteTests {
     static let logger = TestDatabase.logger
 
     static func batch(

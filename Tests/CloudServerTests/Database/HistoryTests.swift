@@ -12,7 +12,7 @@ import Testing
 /// and failovers"): nothing signed in the lost history is honoured, so no device skips a change and no session,
 /// URL or receipt changes hands. The fault scenarios (`scripts/faults/run --only restore-new-db restore-clean
 /// failover`) fork it for real; here the recorded fingerprint is changed, as a restore elsewhere changes it.
-@Suite struct HistoryTests {
+@Suite(.bounded) struct HistoryTests {
     /// Makes the database look restored: its recorded fingerprint is not its own, and the next check begins a new history.
     static func fork(_ server: TestServer) async throws {
         let records = server.dependencies.records

@@ -7,7 +7,7 @@ import Testing
 
 /// `Idempotency-Key` on `records/modify`: a retry after a lost answer gets the first answer, and the batch is
 /// applied once.
-@Suite struct IdempotencyTests {
+@Suite(.bounded) struct IdempotencyTests {
     static func modify(_ server: TestServer, _ body: JSONValue, key: String?, as account: TestAccount? = nil) async throws -> TestResponse {
         var headers: HTTPFields = [:]
         if let key { headers[HTTPField.Name("Idempotency-Key")!] = key }

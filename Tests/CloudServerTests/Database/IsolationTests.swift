@@ -10,7 +10,7 @@ import Testing
 
 /// Every endpoint, called by Bob with Alice's record names, zones, tokens, markers and asset receipts, answers
 /// exactly as it does for names that exist nowhere: denied, and nothing tells Bob what Alice has.
-@Suite struct IsolationTests {
+@Suite(.bounded) struct IsolationTests {
     @Test func anotherAccountsDataIsIndistinguishableFromNothing() async throws {
         try await TestServer.run { server in
             let alice = server.alice

@@ -3,7 +3,7 @@ import CloudHTTP
 import Testing
 
 /// Each limit answers BAD_REQUEST with a reason that names it, and nothing is written.
-@Suite struct LimitsTests {
+@Suite(.bounded) struct LimitsTests {
     @Test func eachLimitHasAClearErrorAndWritesNothing() async throws {
         try await TestServer.run(configure: { $0.maxBodyBytes = 64 * 1024 }) { server in
             let deep = String(repeating: "[", count: 65) + String(repeating: "]", count: 65)

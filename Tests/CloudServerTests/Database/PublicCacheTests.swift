@@ -10,7 +10,7 @@ import Testing
 
 /// The cacheable reads of the public database (docs/SCALING.md, "Caches in front"): positions as plain numbers, an
 /// answer per (zone, from, to) that never needs to change, signed so a device trusts the bytes and not the cache.
-@Suite struct PublicCacheTests {
+@Suite(.bounded) struct PublicCacheTests {
     static let base = "/public/1/iCloud.com.sportstime.test/development"
 
     struct Answer {

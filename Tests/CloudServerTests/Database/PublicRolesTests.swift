@@ -6,7 +6,7 @@ import Testing
 
 /// Security roles on public record types: people create what a type's permissions let them, only a record's
 /// creator changes or deletes it, canonical types stay the operators', and people never grow the schema.
-@Suite struct PublicRolesTests {
+@Suite(.bounded) struct PublicRolesTests {
     /// A public type people may create and their creators change, beside the operators' own.
     static let schema = Schema(recordTypes: [
         "Note": RecordTypeSchema(

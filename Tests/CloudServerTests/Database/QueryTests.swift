@@ -1,7 +1,7 @@
 import CloudCore
 import Testing
 
-@Suite struct QueryTests {
+@Suite(.bounded) struct QueryTests {
     /// Oracle Park, Levi's Stadium and Dodger Stadium, with a few fields to filter on.
     static func seed(_ server: TestServer) async throws {
         try await server.modify([

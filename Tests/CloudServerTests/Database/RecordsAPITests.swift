@@ -2,7 +2,7 @@ import CloudCore
 import CloudHTTP
 import Testing
 
-@Suite struct RecordsAPITests {
+@Suite(.bounded) struct RecordsAPITests {
     @Test func createLookupUpdateDeleteRoundTrip() async throws {
         let time = ManualClock()
         try await TestServer.run(configure: { $0.clock = time.clock }) { server in

@@ -7,7 +7,7 @@ import Testing
 
 /// Schemas per container and environment, the CloudKit way: development grows just in time, production only by
 /// `schema deploy`, destructive deploys are refused, and a schema from before (one for every container) is adopted.
-@Suite struct SchemaEnvironmentTests {
+@Suite(.bounded) struct SchemaEnvironmentTests {
     static let container = TestServer.development.container
     static let production = SchemaScope(container: container, environment: "production")
 

@@ -12,7 +12,7 @@ import Testing
 
 /// `changes/wait` and the change broadcast: waiters wake on commits in this process and in others, never miss a
 /// change, and cost no query while they wait.
-@Suite struct LiveSyncTests {
+@Suite(.bounded) struct LiveSyncTests {
     static func zoneWait(_ token: String?, timeout: Int = 30) -> JSONValue {
         var zone: [String: JSONValue] = ["zoneID": ["zoneName": "_defaultZone"]]
         if let token { zone["syncToken"] = .string(token) }
@@ -21,7 +21,7 @@ import Testing
 
     /// Returns once `feed` holds `count` waiters (the request reached its wait).
     static func waiters(_ count: Int, on feed: ChangeFeed) async throws {
-        try await eventually("\(count) waiter(s)") { feed.waiting >= count }
+        try await eventually("\(count) waiter(s)", on: feed.waitingChanges) { feed.waiting >= count }
     }
 
     @Test func aWaitAnswersAtOnceWhenTheZoneChangedAndWhenAWriteCommitsLater() async throws {
@@ -73,19 +73,18 @@ import Testing
 
     @Test func aWaitEndsUnchangedAtItsTimeoutOnTheServersClock() async throws {
         let clock = ManualClock()
-        // The database deadline runs on the same clock: far enough out that the advances below, which may start
-        // while the wait still reads the zone's head, never expire it (a busy machine once got 503 here).
+        // The database deadline runs on the same clock: far enough out that the advance below never expires it.
         try await TestServer.run(configure: {
             $0.clock = clock.clock
             $0.databaseTimeout = .seconds(3600)
         }) { server in
             let token = try await server.pull().token
+            let feed = server.dependencies.records.changes.feed
+            let timeout = clock.now + 20_000
             let waited = Task { try await server.call("changes/wait", Self.zoneWait(token, timeout: 20), as: server.alice) }
-            try await Self.waiters(1, on: server.dependencies.records.changes.feed)
-            try await eventually("the wait to end at its timeout") {
-                clock.advance(by: .seconds(1))
-                return server.dependencies.records.changes.feed.waiting == 0
-            }
+            try await clock.waitForSleeper(until: timeout)
+            clock.advance(by: .seconds(20))
+            try await eventually("the wait to end at its timeout", on: feed.waitingChanges) { feed.waiting == 0 }
             let answer = try await waited.value
             #expect(answer.status == 200)
             #expect(answer.json["changed"] == false)
@@ -145,7 +144,7 @@ import Testing
             connection.send("POST \(path) HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
             try await Self.waiters(1, on: feed)
             connection.close()
-            try await eventually("the abandoned wait ends", within: .seconds(5)) { feed.waiting == 0 }
+            try await eventually("the abandoned wait ends", on: feed.waitingChanges) { feed.waiting == 0 }
             #expect(try await server.call("changes/wait", Self.zoneWait(token, timeout: 0), as: server.alice).status == 200)
         }
     }
@@ -161,7 +160,7 @@ import Testing
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await other.run() }
                 defer { group.cancelAll() }
-                try await eventually("the other process to listen") { other.listenCount >= 1 }
+                try await eventually("the other process to listen", on: other.countChanges) { other.listenCount >= 1 }
                 let database = try await otherStore.database(
                     container: "iCloud.com.sportstime.test", environment: "development", scope: .private, owner: server.alice.account,
                     logger: TestDatabase.logger)
@@ -189,7 +188,7 @@ import Testing
                     logger: TestDatabase.logger)
                 try await server.modify([Op.create("while-deaf")])
                 #expect(try await deaf.value == true)
-                try await eventually("the other process to listen again") { other.listenCount > listens }
+                try await eventually("the other process to listen again", on: other.countChanges) { other.listenCount > listens }
             }
         }
     }
@@ -198,7 +197,7 @@ import Testing
     @Test func aLoneProcessNotifiesNobodyUntilAnotherListens() async throws {
         try await TestServer.run { server in
             let broadcast = server.dependencies.records.changes
-            try await eventually("the first count of listeners") { broadcast.peerCount >= 0 }
+            try await eventually("the first count of listeners", on: broadcast.countChanges) { broadcast.peerCount >= 0 }
             try await server.modify([Op.create("alone")])
             await broadcast.flush()
             #expect(broadcast.notificationsSent == 0)
@@ -206,9 +205,9 @@ import Testing
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await other.run() }
                 defer { group.cancelAll() }
-                try await eventually("another listener to be counted") { broadcast.peerCount >= 1 }
+                try await eventually("another listener to be counted", on: broadcast.countChanges) { broadcast.peerCount >= 1 }
                 try await server.modify([Op.create("together")])
-                try await eventually("a notification") { broadcast.notificationsSent >= 1 }
+                try await eventually("a notification", on: broadcast.countChanges) { broadcast.notificationsSent >= 1 }
             }
         }
     }

@@ -9,7 +9,7 @@ import HummingbirdTesting
 import Testing
 
 /// CloudKit subscriptions, push tokens and the web courier, as a MistKit-style client uses them.
-@Suite struct SubscriptionTests {
+@Suite(.bounded) struct SubscriptionTests {
     static func create(_ subscription: JSONValue) -> JSONValue { ["operations": [["operationType": "create", "subscription": subscription]]] }
 
     static let visitsCreated: JSONValue = [
@@ -198,7 +198,8 @@ import Testing
 
             // A poll held open wakes when the change commits.
             async let held = Self.poll(server, path, timeout: 30)
-            try await eventually("a held courier poll") { server.dependencies.records.changes.feed.waiting >= 1 }
+            let feed = server.dependencies.records.changes.feed
+            try await eventually("a held courier poll", on: feed.waitingChanges) { feed.waiting >= 1 }
             try await Self.save(server, "v2", device: "tablet")
             #expect(try await held.frame != nil)
 

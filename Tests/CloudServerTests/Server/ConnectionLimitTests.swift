@@ -7,7 +7,7 @@ import Testing
 /// The bound on open connections (docs/RELIABILITY.md, "Connections"): past it a new connection is answered 503
 /// TRY_AGAIN_LATER at once and closed, and a connection that leaves frees its place. The head and idle timeouts need
 /// time to pass: the `slow-clients` fault scenario measures them.
-@Suite struct ConnectionLimitTests {
+@Suite(.bounded) struct ConnectionLimitTests {
     @Test func aConnectionPastTheMaximumIsAnsweredTryAgainLaterAndClosed() async throws {
         try await TestServer.run(.live, configure: { $0.connections.maximum = 2 }) { server in
             let port = try #require(server.client.port)
@@ -28,7 +28,7 @@ import Testing
             #expect(body["serverErrorCode"] == "TRY_AGAIN_LATER")
             for connection in held { connection.close() }
             held = []
-            try await eventually("a place is free again") {
+            try await eventually("a place is free again", on: server.configuration.signals.connectionPlaceFreed) {
                 let next = try RawConnection(port: port)
                 defer { next.close() }
                 next.send("GET /health HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")

@@ -11,7 +11,7 @@ import Testing
 
 /// The operator console: operators only, a session cookie with a form token on every form, an idle timeout, and a
 /// person's private records only as counts.
-@Suite struct ConsoleTests {
+@Suite(.bounded) struct ConsoleTests {
     struct Page {
         var status: Int
         var html: String
@@ -172,7 +172,7 @@ import Testing
     /// The import page once no import runs (bounded: an import of the test dataset takes about a second).
     static func finishedImport(_ server: TestServer, _ cookies: [String: String]) async throws -> Page {
         var page: Page?
-        try await eventually("the console's import to end") {
+        try await eventually("the console's import to end", on: server.configuration.signals.consoleImport) {
             page = try await Self.request(server, "/console/import", cookies: cookies)
             return page?.html.contains("<progress id=progress") == false
         }

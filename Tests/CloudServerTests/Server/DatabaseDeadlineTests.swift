@@ -6,7 +6,7 @@ import _ConnectionPoolModule
 import Testing
 
 /// The deadline must answer even when the work ignores cancellation (as a query caught by a database crash did).
-@Suite struct DatabaseDeadlineTests {
+@Suite(.bounded) struct DatabaseDeadlineTests {
     /// Regression: PostgresNIO's circuit breaker error was answered as a 500.
     @Test func aPoolThatGaveUpConnectingIsTryAgainLater() async throws {
         await #expect {

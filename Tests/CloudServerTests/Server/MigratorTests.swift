@@ -3,7 +3,7 @@ import Foundation
 import PostgresNIO
 import Testing
 
-@Suite struct MigratorTests {
+@Suite(.bounded) struct MigratorTests {
     static let first = Migration(version: 1, name: "one", sql: "CREATE TABLE one (id int); CREATE TABLE one_b (id int);")
     static let second = Migration(version: 2, name: "two", sql: "CREATE TABLE two (id int)")
 

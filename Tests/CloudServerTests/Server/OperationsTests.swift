@@ -4,7 +4,7 @@ import HummingbirdTesting
 import NIOCore
 import Testing
 
-@Suite struct OperationsTests {
+@Suite(.bounded) struct OperationsTests {
     @Test func healthReadyAndMetrics() async throws {
         try await TestServer.run { server in
             #expect(try await server.client.execute(uri: "/health", method: .get) { $0.status.code } == 200)

@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 /// `serve`'s start-up, as its `ServerService` runs it inside the process's ServiceGroup.
-@Suite struct ServerStartTests {
+@Suite(.bounded) struct ServerStartTests {
     static func service(_ stores: Stores, migrations: [Migration], apply: Bool) -> ServerService {
         var configuration = ServerConfiguration()
         configuration.port = 0

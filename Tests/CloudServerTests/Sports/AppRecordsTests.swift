@@ -11,7 +11,7 @@ import Testing
 
 /// The SportsTime app's own records end to end, two devices of one account against a real server: visits with their
 /// game, achievements both devices agree on, revocation, and what renames and relocations do (nothing).
-@Suite struct AppRecordsTests {
+@Suite(.bounded) struct AppRecordsTests {
     static let container = "iCloud.com.sportstime.test"
 
     @Test func aVisitWithItsGameSyncsWholeAndBothDevicesConvergeOnTheSameAchievements() async throws {

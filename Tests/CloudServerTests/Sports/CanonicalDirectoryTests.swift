@@ -3,7 +3,7 @@ import CloudCore
 import Foundation
 import Testing
 
-@Suite struct CanonicalDirectoryTests {
+@Suite(.bounded) struct CanonicalDirectoryTests {
     /// A server whose public database holds the real canonical dataset.
     static func withImportedServer(_ body: @Sendable @escaping (TestServer) async throws -> Void) async throws {
         try await TestServer.runImported(try CanonicalFixtures.dataset.get(), body)

@@ -8,7 +8,7 @@ import HummingbirdTesting
 import NIOCore
 import Testing
 
-@Suite struct CanonicalGamesTests {
+@Suite(.bounded) struct CanonicalGamesTests {
     static let container = "iCloud.com.sportstime.test"
 
     /// The real dataset with three league-seasons of games: enough for Opening Day in Tokyo, the 2025-26 NBA

@@ -5,7 +5,7 @@ import CloudPostgres
 import Foundation
 import Testing
 
-@Suite struct CanonicalImportTests {
+@Suite(.bounded) struct CanonicalImportTests {
     @Test func importIsIdempotentAndChangesReachDevicesAsDeltas() async throws {
         try await TestServer.run { server in
             try await server.dependencies.records.applySchema(

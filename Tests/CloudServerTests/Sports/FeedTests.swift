@@ -12,7 +12,7 @@ import Testing
 /// The score feeds against a replay server of the providers' recorded answers (and answers derived from them as a day
 /// unfolds), on loopback: games move through their states, devices following the season see each change, bad input
 /// changes nothing, providers fail over and are disabled by the rules in docs/FEEDS.md.
-@Suite struct FeedTests {
+@Suite(.bounded) struct FeedTests {
     static func dataset(_ seasons: Set<String>) throws -> CanonicalDataset {
         try CanonicalDataset.load(from: CanonicalFixtures.root.appendingPathComponent("Resources/canonical").path, gameSeasons: seasons)
     }
@@ -65,7 +65,10 @@ import Testing
                     replay.answer(path, Array(JSONWriter.encode(answer).utf8))
                     let wait: JSONValue = ["zones": [["zoneID": ["zoneName": .string(zone)], "syncToken": .string(token)]], "timeout": 30]
                     async let waiting = server.call("changes/wait", wait, database: "public")
-                    if index > 0 { try await eventually("the device waits") { server.dependencies.records.changes.feed.waiting == 1 } }
+                    if index > 0 {
+                        let feed = server.dependencies.records.changes.feed
+                        try await eventually("the device waits", on: feed.waitingChanges) { feed.waiting == 1 }
+                    }
                     let report = await poller.poll(league: "league_nfl", days: day...day, today: day)
                     #expect(report.provider == "espn" && report.refused.isEmpty, "\(report)")
                     #expect(try await waiting.json["changed"] == true)
@@ -190,8 +193,12 @@ import Testing
                 /// One round, moving the clock whenever the poller waits for ESPN's rate limit (one request a second).
                 func round() async throws {
                     let done = ManagedAtomicFlag()
-                    async let polled: Void = { await poller.runDue(); done.set() }()
-                    try await eventually("the round ends") {
+                    async let polled: Void = {
+                        await poller.runDue()
+                        done.set()
+                        clock.sleepersChanges.changed()
+                    }()
+                    try await eventually("the round ends", on: clock.sleepersChanges) {
                         if clock.sleeping > 0 { clock.advance(by: .seconds(1)) }
                         return done.isSet
                     }

@@ -10,7 +10,7 @@ import Testing
 /// Trip polls: Carol creates a poll in an unlisted zone (its name is the share code), Alice and Bob vote, everyone
 /// who has the code sees the same tally through an ordinary query and delta, strangers cannot list it, and nobody
 /// changes another's poll or vote.
-@Suite struct TripPollTests {
+@Suite(.bounded) struct TripPollTests {
     static let code = UnlistedZone.prefix + "Q2FyMHNUcmlwMjAyNw"
 
     static func vote(_ voter: TestAccount, _ option: Int, _ operation: String = "create") -> JSONValue {

@@ -1,14 +1,14 @@
-/// Waits, polling every few milliseconds, until `condition` holds; fails the test after `limit` instead of waiting
-/// forever (an unbounded wait for a listener once held a CI run until its 90 minutes were up). The one place a test
-/// polls: for something another task or process does, never for time to pass.
-func eventually(
-    _ what: @autoclosure () -> String, within limit: Duration = .seconds(60), _ condition: () async throws -> Bool
-) async throws {
-    let clock = ContinuousClock()
-    let deadline = clock.now + limit
-    while try await !condition() {
-        guard clock.now < deadline else { throw WaitedTooLong(description: "waited \(limit) for \(what())") }
-        try await Task.sleep(for: .milliseconds(2))
+import CloudRuntime
+
+/// Returns once `condition` holds, looking again each time `changes` says what it looks at changed: never on a timer.
+/// A condition that never comes true is ended by its suite's time limit (`.timeLimit`), which cancels the wait: an
+/// unbounded wait for a listener once held a CI run until its 90 minutes were up.
+func eventually(_ what: @autoclosure () -> String, on changes: StateSignal, _ condition: () async throws -> Bool) async throws {
+    while true {
+        let seen = changes.generation
+        if try await condition() { return }
+        await changes.changed(since: seen)
+        if Task.isCancelled { throw WaitedTooLong(description: "cancelled while waiting for \(what())") }
     }
 }
 

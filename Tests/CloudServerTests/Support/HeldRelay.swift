@@ -1,3 +1,4 @@
+import CloudRuntime
 import Foundation
 import Synchronization
 
@@ -49,6 +50,8 @@ final class HeldRelay: Sendable {
 
     /// How many of the server's bytes wait to be handed on.
     var heldBytes: Int { self.state.withLock { $0.held.count } }
+    /// Changed whenever the server's bytes come or go.
+    let heldChanges = StateSignal()
 
     /// Hands `count` more of the server's bytes on, now and as they come.
     func release(_ count: Int) {
@@ -95,6 +98,7 @@ final class HeldRelay: Sendable {
                 state.held += buffer[0..<count]
                 Self.handOn(&state)
             }
+            self.heldChanges.changed()
         }
         Glibc.close(server)
     }

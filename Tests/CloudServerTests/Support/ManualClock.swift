@@ -27,15 +27,25 @@ final class ManualClock: Sendable {
             for id in due.keys { state.sleepers[id] = nil }
             return due.values.map(\.wake)
         }
+        self.sleepersChanges.changed()
         for wake in due { wake.resume() }
     }
 
     /// How many tasks sleep on this clock now.
     var sleeping: Int { self.state.withLock { $0.sleepers.count } }
+    /// Changed whenever `sleeping` may have changed.
+    let sleepersChanges = StateSignal()
 
     /// Returns once `count` tasks sleep on this clock, so an `advance` cannot come before the sleep it should end.
     func waitForSleepers(_ count: Int) async throws {
-        try await eventually("\(count) sleeper(s) on the clock") { self.state.withLock { $0.sleepers.count } >= count }
+        try await eventually("\(count) sleeper(s) on the clock", on: self.sleepersChanges) { self.sleeping >= count }
+    }
+
+    /// Returns once a task sleeps on this clock until exactly `time` (ms): one sleep among others of other lengths.
+    func waitForSleeper(until time: Int64) async throws {
+        try await eventually("a sleeper until \(time)", on: self.sleepersChanges) {
+            self.state.withLock { $0.sleepers.values.contains { $0.until == time } }
+        }
     }
 
     private func sleep(for duration: Duration) async throws {
@@ -50,10 +60,11 @@ final class ManualClock: Sendable {
                     state.sleepers[id] = (state.now + duration.milliseconds, wake)
                     return false
                 }
-                if cancelled { wake.resume(throwing: CancellationError()) }
+                if cancelled { wake.resume(throwing: CancellationError()) } else { self.sleepersChanges.changed() }
             }
         } onCancel: {
             self.state.withLock { $0.sleepers.removeValue(forKey: id) }?.wake.resume(throwing: CancellationError())
+            self.sleepersChanges.changed()
         }
     }
 }

@@ -23,6 +23,8 @@ struct TestAccount: Sendable {
 struct TestServer: Sendable {
     let client: any TestClientProtocol
     let dependencies: ServerDependencies
+    /// What the server was built with (its `signals` among it).
+    let configuration: ServerConfiguration
     let apiToken: String
     /// An operator's server-to-server key, registered with the server.
     let serverKey: P256.Signing.PrivateKey
@@ -53,19 +55,22 @@ struct TestServer: Sendable {
         // DatabaseDeadlineTests checks the deadline itself.
         configuration.databaseTimeout = .seconds(120)
         configure(&configuration)
-        // A test still running after two minutes says where it is, every two minutes: on a busy CI machine that
-        // tells a slow test from a stuck one, and which step is stuck.
-        let phase = Mutex("waiting for a database")
+        // A test cancelled by its suite's time limit (`.bounded`) says which step it was stuck in.
+        let phase = Phase("waiting for a database")
         let name = Test.current?.name ?? "?"
-        let watchdog = Task {
-            for minutes in stride(from: 2, to: Int.max, by: 2) {
-                try await Task.sleep(for: .seconds(120))
-                FileHandle.standardError.write(Data("still running after \(minutes) min: \(name), \(phase.withLock { $0 })\n".utf8))
-            }
+        try await withTaskCancellationHandler {
+            try await Self.serve(configuration, logger: logger, phase: phase, setup, body)
+        } onCancel: {
+            FileHandle.standardError.write(Data("cancelled: \(name), \(phase.now)\n".utf8))
         }
-        defer { watchdog.cancel() }
+    }
+
+    private static func serve(
+        _ configuration: ServerConfiguration, logger: Logger, phase: Phase, _ setup: TestingSetup,
+        _ body: @Sendable (TestServer) async throws -> Void
+    ) async throws {
         try await withTestStore(configuration) { [configuration] dependencies in
-            phase.withLock { $0 = "setting up" }
+            phase.set("setting up")
             let credentials = dependencies.credentials
             let apiToken = try await credentials.createAPIToken(label: "test", logger: logger)
             let serverKey = P256.Signing.PrivateKey()
@@ -76,17 +81,18 @@ struct TestServer: Sendable {
             let app = buildApplication(
                 configuration: configuration, dependencies: dependencies,
                 extensions: CanonicalEndpoints(records: dependencies.records).extensions, logger: logger)
-            phase.withLock { $0 = "starting the server" }
+            phase.set("starting the server")
             try await app.test(setup) { client in
-                phase.withLock { $0 = "in the test's body" }
-                defer { phase.withLock { $0 = "stopping the server" } }
+                phase.set("in the test's body")
+                defer { phase.set("stopping the server") }
                 try await body(
                     TestServer(
-                        client: client, dependencies: dependencies, apiToken: apiToken, serverKey: serverKey, serverKeyID: serverKeyID,
+                        client: client, dependencies: dependencies, configuration: configuration, apiToken: apiToken,
+                        serverKey: serverKey, serverKeyID: serverKeyID,
                         alice: TestAccount(account: alice.account, webAuthToken: alice.webAuthToken),
                         bob: TestAccount(account: bob.account, webAuthToken: bob.webAuthToken)))
             }
-            phase.withLock { $0 = "closing the database" }
+            phase.set("closing the database")
         }
     }
 
@@ -212,4 +218,15 @@ enum Op {
         if let fields { record["fields"] = .object(fields) }
         return ["operationType": .string(operation), "record": .object(record)]
     }
+}
+
+/// Which step of `TestServer.run` a test is in, for the note a cancelled test leaves.
+final class Phase: Sendable {
+    private let text: Mutex<String>
+
+    init(_ text: String) { self.text = Mutex(text) }
+
+    var now: String { self.text.withLock { $0 } }
+
+    func set(_ text: String) { self.text.withLock { $0 = text } }
 }
