@@ -30,7 +30,7 @@ final class HeldRelay: Sendable {
     init(to serverPort: Int) throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.listener = listener
-        var address = Self.loopback(port: 0)
+        var address = RawConnection.loopback(port: 0)
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -75,14 +75,8 @@ final class HeldRelay: Sendable {
     private func serve(_ serverPort: Int) {
         let client = accept(self.listener, nil, nil)
         Glibc.close(self.listener)
-        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = Self.loopback(port: serverPort)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        guard client >= 0, connected else {
+        guard client >= 0, let server = (try? RawConnection(port: serverPort))?.descriptor else {
             Glibc.close(client)
-            Glibc.close(server)
             return
         }
         self.state.withLock { ($0.client, $0.server) = (client, server) }
@@ -117,13 +111,5 @@ final class HeldRelay: Sendable {
             let count = recv(source, &buffer, buffer.count, 0)
             guard count > 0, send(destination, buffer, count, Int32(MSG_NOSIGNAL)) == count else { return }
         }
-    }
-
-    private static func loopback(port: Int) -> sockaddr_in {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return address
     }
 }

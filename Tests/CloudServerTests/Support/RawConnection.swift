@@ -15,10 +15,7 @@ struct RawConnection {
     init(port: Int) throws {
         self.descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard self.descriptor >= 0 else { throw Failed() }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var address = Self.loopback(port: port)
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(self.descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
@@ -34,6 +31,15 @@ struct RawConnection {
     }
 
     func close() { Glibc.close(self.descriptor) }
+
+    /// `port` on 127.0.0.1, as the socket calls take it.
+    static func loopback(port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return address
+    }
 }
 
 extension RawConnection {
