@@ -145,11 +145,12 @@ public final class ChangeBroadcast: Service, Sendable {
                         group.addTask {
                             for try await notification in notifications {
                                 guard let databases = self.databases(in: notification.payload) else { continue }
-                                let counted = self.peers.withLock { peers in
-                                    defer { peers.others = max(peers.others, 1) }
-                                    return peers.others >= 1
+                                let firstHeard = self.peers.withLock { peers in
+                                    guard peers.others < 1 else { return false }
+                                    peers.others = 1
+                                    return true
                                 }
-                                if !counted { self.countChanges.changed() }
+                                if firstHeard { self.countChanges.changed() }
                                 self.feed.changed(databases)
                             }
                         }
