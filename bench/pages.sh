@@ -2,14 +2,15 @@
 # Records written at memory speed: wrk for BENCH_SECONDS (default 10) a row at 32 connections, each row with what it
 # cost the server and PostgreSQL in CPU per request and per record (from /proc), beside pgbench reading the same
 # rows with a raw SELECT in the same run: a first-sync page (200 of a zone's 2,000 records, no token) and a
-# 100-change delta of one account's private zone. BENCH_ROUNDS (default 1) repeats the rows; BENCH_STATEMENTS=1
-# prints the statements that cost PostgreSQL most.
+# 100-change delta of one account's private zone, and the floor (one SELECT 1 through the same HTTP stack).
+# BENCH_ROUNDS (default 1) repeats the rows; BENCH_STATEMENTS=1 prints the statements that cost PostgreSQL most.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/postgres.sh
 source scripts/lib/bench-server.sh
 source scripts/lib/bench-cpu.sh
 bench_start_app
+bench_start_floor
 zone_url="$bench_url/database/1/iCloud.com.sportstime.app/development/private"
 query="ckAPIToken=$api_token&ckWebAuthToken=$web_token"
 post() { curl -sS --fail-with-body -X POST -H 'Content-Type: application/json' "$zone_url/$1?$query" -d @-; }
@@ -67,14 +68,16 @@ page_rows() {
     row "raw SELECT of the same rows (pgbench)" 32 pgbench -n -M prepared -c 32 -j 2 -T "$seconds" -f "$4" "$STADIUMCLOUD_DATABASE_URL"
     local raw_pg="$row_pg_us"
     row "$1" 32 wrk -t 2 -c 32 -d "${seconds}s" --latency -s "$3" "$zone_url/changes/zone?$query"
-    printf "    per record: server %s µs, PostgreSQL %s µs; PostgreSQL per page %s× the raw SELECT\n" \
-        "$(awk "BEGIN {printf \"%.1f\", $row_server_us / $2}")" "$(awk "BEGIN {printf \"%.1f\", $row_pg_us / $2}")" \
+    printf "    per record: server %s µs (%s above the floor's request), PostgreSQL %s µs; PostgreSQL per page %s× the raw SELECT\n" \
+        "$(awk "BEGIN {printf \"%.1f\", $row_server_us / $2}")" "$(awk "BEGIN {printf \"%.1f\", ($row_server_us - $floor_server_us) / $2}")" \
+        "$(awk "BEGIN {printf \"%.1f\", $row_pg_us / $2}")" \
         "$(awk "BEGIN {printf \"%.2f\", $row_pg_us / ($raw_pg > 0 ? $raw_pg : 1)}")"
 }
 
 echo "$seconds s a row, durable PostgreSQL, release build, 32 connections"
 for round in $(seq 1 "${BENCH_ROUNDS:-1}"); do
     [ "$round" = 1 ] || echo
+    floor_row 32
     page_rows "first-sync page, 200 of 2,000 records" 200 "$bench_work/first.lua" "$bench_work/raw-first.sql"
     page_rows "100-change delta" 100 "$bench_work/delta.lua" "$bench_work/raw-delta.sql"
 done

@@ -2,7 +2,8 @@
 # Writes at the hardware's pace: wrk for BENCH_SECONDS (default 10) a row, at 32 connections and at 1, against a
 # durable PostgreSQL (PG_DURABLE=1), each row with what it cost the server and PostgreSQL in CPU per request (from
 # /proc, PostgreSQL's postmaster and every backend), beside pgbench's raw single-row upserts with their own commits
-# in the same run: single-record saves to one account (a new record each), forceUpdate and forceReplace of one
+# in the same run, and the floor (one SELECT 1 through the same HTTP stack; each row prints its share of the floor's
+# req/s): single-record saves to one account (a new record each), forceUpdate and forceReplace of one
 # record, saves over 32 accounts, and votes of 1,000 accounts on one public trip poll. BENCH_ROUNDS (default 1)
 # repeats the rows. BENCH_STATEMENTS=1 prints after each row the statements that cost PostgreSQL most (planning and
 # execution, from pg_stat_statements).
@@ -12,6 +13,7 @@ source scripts/lib/postgres.sh
 source scripts/lib/bench-server.sh
 source scripts/lib/bench-cpu.sh
 bench_start_app
+bench_start_floor
 app="/database/1/iCloud.com.sportstime.app/development"
 
 # Accounts: 1,000 voters (the first 32 also save to their own databases), made 4 at a time.
@@ -88,12 +90,14 @@ psql -q "$STADIUMCLOUD_DATABASE_URL" -c "ANALYZE"
 echo "$seconds s a row, durable PostgreSQL, release build"
 for round in $(seq 1 "${BENCH_ROUNDS:-1}"); do
     [ "$round" = 1 ] || echo
+    floor_row 32
     raw_row 32
     wrk_row "save of a new record, one account" 32 "$bench_work/new.lua" "$bench_url$app/private/records/modify?$query"
     wrk_row "forceUpdate of one record, one account" 32 "$bench_work/update.lua" "$bench_url$app/private/records/modify?$query"
     wrk_row "forceReplace of one record, one account" 32 "$bench_work/replace.lua" "$bench_url$app/private/records/modify?$query"
     wrk_row "save, 32 accounts" 32 "$bench_work/accounts.lua" "$bench_url"
     wrk_row "vote on one public poll, 1,000 accounts" 32 "$bench_work/votes.lua" "$bench_url"
+    floor_row 1
     raw_row 1
     wrk_row "save of a new record, one account" 1 "$bench_work/new.lua" "$bench_url$app/private/records/modify?$query"
 done
