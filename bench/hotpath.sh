@@ -19,11 +19,7 @@ for product in stadiumcloud stadiumcloud-floor stadiumcloud-bench; do swift buil
 bin="$(swift build -c release --show-bin-path)"
 bench_start_server "$bin/stadiumcloud"
 seconds="${BENCH_SECONDS:-10}"
-floor_port="$(free_port 18480)"
-BENCH_DATABASE_URL="$STADIUMCLOUD_DATABASE_URL" BENCH_FLOOR_PORT="$floor_port" "$bin/stadiumcloud-floor" &
-floor_pid=$!
-trap 'kill $floor_pid 2>/dev/null; bench_stop_server' EXIT
-for _ in $(seq 1 50); do curl -sf -X POST "http://127.0.0.1:$floor_port/floor" >/dev/null && break; sleep 0.1; done
+bench_start_floor "$bin/stadiumcloud-floor"
 
 path="/database/1/iCloud.com.sportstime.bench/development"
 current_token() {  # current_token SCOPE QUERY
@@ -46,7 +42,6 @@ poll_script "$bench_work/public.lua" "$(current_token public "ckAPIToken=$api_to
 # requests with one token are allowed within the 120 s grace period (docs/AUTH.md).
 private_query="ckAPIToken=$api_token&ckWebAuthToken=$web_token"
 poll_script "$bench_work/private.lua" "$(current_token private "$private_query")"
-printf 'wrk.method = "POST"\n' >"$bench_work/post.lua"
 # Polls of one zone share the read of its head (CoalescedReads), and the two polls above each ask of one zone. Real
 # private polls are spread over many accounts, so the same poll also runs over 48 accounts, each wrk thread taking
 # them in turn from its own starting point: seldom two of one account at once. A wrk script that builds each request
@@ -86,9 +81,9 @@ measure() {  # measure SCRIPT URL
 rounds="${BENCH_ROUNDS:-3}"
 names=("floor: POST /floor (SELECT 1)" "GET /health (no database)" "public empty poll" "private empty poll (token rotation on)"
     "private empty poll, 1 account, by script" "private empty poll, $accounts accounts, by script")
-scripts=("$bench_work/post.lua" /dev/null "$bench_work/public.lua" "$bench_work/private.lua" "$bench_work/account.lua"
+scripts=("$bench_work/floor.lua" /dev/null "$bench_work/public.lua" "$bench_work/private.lua" "$bench_work/account.lua"
     "$bench_work/accounts.lua")
-urls=("http://127.0.0.1:$floor_port/floor" "$bench_url/health" "$bench_url$path/public/changes/zone?ckAPIToken=$api_token"
+urls=("$floor_url" "$bench_url/health" "$bench_url$path/public/changes/zone?ckAPIToken=$api_token"
     "$bench_url$path/private/changes/zone?$private_query" "$bench_url" "$bench_url")
 echo "wrk -c 32, ${seconds} s a row, $rounds rounds"
 shares_public=() shares_private=() shares_account=() shares_accounts=()
@@ -134,7 +129,7 @@ if [ "${BENCH_PROFILE:-0}" = 1 ]; then
     echo
 fi
 
-BENCH_SUITE=hotpath BENCH_SERVER="$bench_url" BENCH_FLOOR_URL="http://127.0.0.1:$floor_port/floor" BENCH_DATABASE_URL="$STADIUMCLOUD_DATABASE_URL" BENCH_API_TOKEN="$api_token" \
+BENCH_SUITE=hotpath BENCH_SERVER="$bench_url" BENCH_FLOOR_URL="$floor_url" BENCH_DATABASE_URL="$STADIUMCLOUD_DATABASE_URL" BENCH_API_TOKEN="$api_token" \
 BENCH_WEB_AUTH_TOKEN="$web_token" BENCH_USER_RECORD_NAME="$user_record_name" "$bin/stadiumcloud-bench"
 
 echo
@@ -147,7 +142,7 @@ psql -q "$STADIUMCLOUD_DATABASE_URL" -c "CREATE TABLE lean_raw (id int PRIMARY K
 echo "INSERT INTO lean_raw VALUES (1, 1, 'A visit to the ballpark with friends') ON CONFLICT (id) DO UPDATE SET n = lean_raw.n + 1;" \
     >"$bench_work/raw.sql"
 p50_ms() { wrk -t 1 -c 1 -d 5s --latency -s "$1" "$2" | awk '$1 == "50%" {v = $2; if (v ~ /us$/) v = v / 1000; else v = v + 0; printf "%.2f", v}'; }
-lean_floor="$(p50_ms "$bench_work/post.lua" "http://127.0.0.1:$floor_port/floor")"
+lean_floor="$(p50_ms "$bench_work/floor.lua" "$floor_url")"
 lean_save="$(p50_ms "$bench_work/save1.lua" "$bench_url$path/private/records/modify?ckAPIToken=$api_token&ckWebAuthToken=$lean_token")"
 lean_raw="$(pgbench -n -M prepared -c 1 -T 5 -f "$bench_work/raw.sql" "$STADIUMCLOUD_DATABASE_URL" 2>/dev/null \
     | awk '/latency average/ {printf "%.2f", $4}')"

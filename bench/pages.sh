@@ -10,7 +10,6 @@ source scripts/lib/postgres.sh
 source scripts/lib/bench-server.sh
 source scripts/lib/bench-cpu.sh
 bench_start_app
-bench_start_floor
 zone_url="$bench_url/database/1/iCloud.com.sportstime.app/development/private"
 query="ckAPIToken=$api_token&ckWebAuthToken=$web_token"
 post() { curl -sS --fail-with-body -X POST -H 'Content-Type: application/json' "$zone_url/$1?$query" -d @-; }

@@ -13,7 +13,6 @@ source scripts/lib/postgres.sh
 source scripts/lib/bench-server.sh
 source scripts/lib/bench-cpu.sh
 bench_start_app
-bench_start_floor
 app="/database/1/iCloud.com.sportstime.app/development"
 
 # Accounts: 1,000 voters (the first 32 also save to their own databases), made 4 at a time.

@@ -8,8 +8,8 @@
 statements_ready() { [ -z "${BENCH_STATEMENTS:-}" ] || psql -q "$STADIUMCLOUD_DATABASE_URL" -c "CREATE EXTENSION pg_stat_statements"; }
 
 # The app's container served on a durable PostgreSQL (PG_DURABLE=1 unless set) with its schema deployed: what
-# bench/writes.sh and bench/pages.sh measure. Sets bin and seconds (BENCH_SECONDS, default 10) besides
-# bench_start_server's variables.
+# bench/writes.sh and bench/pages.sh measure, and the floor beside it (bench_start_floor; with BENCH_BIN, the floor
+# built beside it). Sets bin and seconds (BENCH_SECONDS, default 10) besides bench_start_server's variables.
 bench_start_app() {
     export PG_DURABLE="${PG_DURABLE:-1}"
     ensure_packages
@@ -20,21 +20,10 @@ bench_start_app() {
     "$bin" schema apply Resources/schema.json >/dev/null
     "$bin" schema deploy >/dev/null
     statements_ready
+    [ -n "${BENCH_BIN:-}" ] || swift build -c release --product stadiumcloud-floor >&2
+    bench_start_floor "$(dirname "$bin")/stadiumcloud-floor"
 }
 
-# The floor (bench/Floor, `stadiumcloud-floor`): the same HTTP stack and pool answering `POST /floor` with one
-# `SELECT 1`, what no request of the server can go below. Built beside BIN (release). Sets floor_url and floor_pid.
-bench_start_floor() {
-    [ -n "${BENCH_BIN:-}" ] || swift build -c release --product stadiumcloud-floor >&2
-    local port
-    port="$(free_port 18480)"
-    BENCH_DATABASE_URL="$STADIUMCLOUD_DATABASE_URL" BENCH_FLOOR_PORT="$port" "$(dirname "$bin")/stadiumcloud-floor" &
-    floor_pid=$!
-    trap 'kill $floor_pid 2>/dev/null; bench_stop_server' EXIT
-    floor_url="http://127.0.0.1:$port/floor"
-    for _ in $(seq 1 50); do curl -sf -X POST "$floor_url" >/dev/null && break; sleep 0.1; done
-    printf 'wrk.method = "POST"\n' >"$bench_work/floor.lua"
-}
 # floor_row CONNECTIONS: the floor at that many connections; the rows after it print their share of its req/s.
 # Leaves floor_rate and floor_server_us.
 floor_row() {

@@ -37,6 +37,20 @@ bench_stop_server() {
     rm -rf "$bench_work"
 }
 
+# The floor (bench/Floor, BIN): the same HTTP stack and pool answering `POST /floor` with one `SELECT 1`, what no
+# request of the server can go below. Sets floor_url and floor_pid, writes wrk's script for it to
+# $bench_work/floor.lua, and stops it on exit with the server.
+bench_start_floor() {
+    local port
+    port="$(free_port 18480)"
+    BENCH_DATABASE_URL="$STADIUMCLOUD_DATABASE_URL" BENCH_FLOOR_PORT="$port" "$1" &
+    floor_pid=$!
+    trap 'kill $floor_pid 2>/dev/null; bench_stop_server' EXIT
+    floor_url="http://127.0.0.1:$port/floor"
+    for _ in $(seq 1 50); do curl -sf -X POST "$floor_url" >/dev/null && break; sleep 0.1; done
+    printf 'wrk.method = "POST"\n' >"$bench_work/floor.lua"
+}
+
 # wrk, the load generator of bench/cluster.sh and bench/hotpath.sh, from Debian's packages when missing.
 ensure_wrk() {
     command -v wrk >/dev/null 2>&1 && return
