@@ -1,9 +1,9 @@
 # Shared by bench/writes.sh and bench/pages.sh: CPU per request of the server and of PostgreSQL, from /proc. Source
 # before bench_start_server. `row NAME CONNECTIONS COMMAND…` runs wrk or pgbench and prints req/s, p50 and each
 # side's CPU µs per request (also left in row_server_us and row_pg_us), and its share of the floor's req/s once
-# floor_row has run (bench_start_floor). BENCH_STATEMENTS=1 loads pg_stat_statements
-# into PostgreSQL (statements_ready creates it once the database is there) and prints after each row the statements
-# that cost PostgreSQL most (as many plans as calls: a prepared statement planned anew for every execution).
+# floor_row has run. BENCH_STATEMENTS=1 loads pg_stat_statements into PostgreSQL (statements_ready creates it once the
+# database is there) and prints after each row the statements that cost PostgreSQL most (as many plans as calls: a
+# prepared statement planned anew for every execution).
 [ -z "${BENCH_STATEMENTS:-}" ] || export PG_OPTIONS="${PG_OPTIONS:-} -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all -c pg_stat_statements.track_planning=on"
 statements_ready() { [ -z "${BENCH_STATEMENTS:-}" ] || psql -q "$STADIUMCLOUD_DATABASE_URL" -c "CREATE EXTENSION pg_stat_statements"; }
 
