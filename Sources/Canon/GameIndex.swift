@@ -65,7 +65,7 @@ public struct GameIndex: Sendable {
     private let base: Base
     /// Games whose score or state changed since the base was built, by their place in it: an update copies these (the
     /// games scored since the last new, moved or re-keyed game; a feed's first match of a game adds an id and re-keys),
-    /// not the base's ~37,000 games, so a score costs microseconds, not milliseconds.
+    /// not the base's ~41,000 games, so a score costs microseconds, not milliseconds.
     private var replaced: [Int: Game] = [:]
 
     /// Builds the index from `Game` records; deleted and deprecated games (dropped by their source) are left out.

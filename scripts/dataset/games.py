@@ -5,8 +5,9 @@ line). Standard library only; reads the already built venues, teams, aliases and
 
 Usage (from the repo root):  python3 scripts/dataset/games.py   (build.py runs it at the end)
 
-Covered: MLB 2018-2026, NFL 2020-2026, NBA 2022-23 to 2026-27, NHL 2009-10, 2016-17, 2022-23, 2024-25, 2025-26
-(the seasons whose source rows carry names/scores/venues), WNBA 2025-2026, MLS 2025, NWSL 2022-2025.
+Covered: MLB 2018-2027, NFL 2020-2026, NBA 2022-23 to 2026-27, NHL 2009-10, 2016-17, 2022-23, 2024-25, 2025-26
+(the seasons whose source rows carry names/scores/venues) and 2026-27, WNBA 2025-2026, MLS 2025, NWSL 2022-2025.
+NHL 2026-27 and MLB 2027 are schedules without results (nhl_2026, mlb_2027).
 Every game's teams and venue must map to canonical ids: anything unmapped fails the build (exit 1, listed).
 
 ESPN site-API data from ismayc/{nba,nfl,wnba}-schedule (`schedule.js`/`history.js`, one JSON game per line; UTC tips,
@@ -278,6 +279,44 @@ def mlb(year):
     return games
 
 
+# --------------------------------------------------------------------------- MLB 2027 (open-sports-cal, iCalendar)
+MLB_2027 = "vinnyab28__open-sports-cal/baseball/mlb/2027/all-teams.ics"
+
+
+def mlb_2027():
+    """The MLB 2027 calendar of 2026-10-10 (MLB Stats API schedule; CC BY 4.0, credited in DATASET.md): one VEVENT per
+    game, CRLF lines, SUMMARY "Away @ Home" (+ " (Game 2)"), LOCATION the venue. MLB had set no start times: an all-day
+    DTSTART;VALUE=DATE is the local date (timeTBD); one game has DTSTART in UTC. There is no gamePk, so sourceGameId
+    is "<localDate>-<away>-<home>-<game of the day>" with the franchise id slugs ("2027-03-25-athletics-pirates-1"):
+    slugs are never renamed (names and abbreviations are), so the id stays when a later source brings the gamePk."""
+    with open(os.path.join(RAW, MLB_2027), encoding="utf-8", newline="") as f:
+        events = f.read().split("BEGIN:VEVENT\r\n")[1:]
+    games = []
+    for event in events:
+        e = dict(line.split(":", 1) for line in event.split("\r\n") if ":" in line)
+        away_name, home_name = e["SUMMARY"].removesuffix(" (Game 2)").split(" @ ")
+        number = 2 if e["SUMMARY"].endswith(" (Game 2)") else 1
+        start = dt.datetime.strptime(e["DTSTART"], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC) if "DTSTART" in e else None
+        day = start.astimezone(ET).date().isoformat() if start else \
+            dt.datetime.strptime(e["DTSTART;VALUE=DATE"], "%Y%m%d").date().isoformat()
+        home, away = team_id("mlb", home_name, day), team_id("mlb", away_name, day)
+        stadium = venue_id("mlb", e["LOCATION"], day, home) if home and away else None
+        if stadium is None:
+            continue
+        day = local_day(start, stadium) if start else day
+        source_id = "%s-%s-%s-%d" % (day, away[len("team_mlb_"):], home[len("team_mlb_"):], number)
+        source = "vinnyab28/open-sports-cal (MLB Stats API, CC BY 4.0)"
+        if start:
+            games.append(game("mlb", 2027, "2027", source_id, "regular", start, False, home, away, stadium, "scheduled",
+                              None, None, source))
+        else:
+            games.append(tbd_game("mlb", 2027, "2027", source_id, "regular", day, home, away, stadium, "scheduled", None, None,
+                                  source))
+    NOTES.append("mlb_2027: %d of %d games without a start time (timeTBD)" % (
+        sum(g is not None and g["timeTBD"] for g in games), len(games)))
+    return games
+
+
 # --------------------------------------------------------------------------- NFL
 NFL_CODES = {"LA": "team_nfl_rams", "LAR": "team_nfl_rams", "OAK": "team_nfl_raiders", "SD": "team_nfl_chargers", "STL": "team_nfl_rams"}
 NFL_TYPES = {"REG": "regular", "WC": "playoff", "DIV": "playoff", "CON": "playoff", "SB": "playoff"}
@@ -342,6 +381,35 @@ def nhl():
     for season, n in sorted(skipped.items()):
         NOTES.append("nhl_%d: %d playoff placeholder rows without an opponent (TBD) skipped" % (season, n))
     return by_season
+
+
+# NHL 2026-27: the NHL API's schedule of 2026-09-29 as [start_time_utc, nhl_game_id, away, home], without venues. Every
+# game is at the home team's arena but these (raw/games/README.md, gap 10).
+NHL_2026 = "jasonleetucker-code__market-edge-lab/tests/fixtures/odds_api/nhl_schedule_2026_27_nhle.json"
+NHL_2026_VENUES = {
+    "2026020182": "stadium_nhl_princess_auto_stadium",  # Heritage Classic, Winnipeg (outdoor)
+    "2026020309": "stadium_nhl_helsinki_halli", "2026020321": "stadium_nhl_helsinki_halli",  # Veikkaus Arena, Helsinki
+    "2026020560": "stadium_nhl_psd_bank_dome", "2026020577": "stadium_nhl_psd_bank_dome",  # Düsseldorf
+    "2026020647": "stadium_nhl_rice_eccles_stadium",  # Salt Lake City (outdoor)
+    "2026020974": "stadium_nfl_at_t_stadium",  # Arlington (outdoor)
+}
+
+
+def nhl_2026():
+    with open(os.path.join(RAW, NHL_2026), encoding="utf-8") as f:
+        rows = json.load(f)["games"]
+    codes = abbreviations("nhl")
+    games = []
+    for start_text, gid, away_code, home_code in rows:
+        start = parse_utc(start_text)
+        day = start.astimezone(ET).date().isoformat()  # for the tenancy; all arenas are in North America
+        home, away = team_id("nhl", home_code, day, codes), team_id("nhl", away_code, day, codes)
+        if home is None or away is None:
+            continue
+        games.append(game("nhl", 2026, "2026-27", gid, "regular", start, False, home, away,
+                          NHL_2026_VENUES.get(gid) or home_venue(home, day), "scheduled", None, None,
+                          "jasonleetucker-code/market-edge-lab (NHL API)"))
+    return games
 
 
 # --------------------------------------------------------------------------- NBA
@@ -785,6 +853,7 @@ def build():
     out = {}
     for year in range(2018, 2027):
         out["mlb_%d" % year] = mlb(year)
+    out["mlb_2027"] = mlb_2027()
     nfl_seasons = nfl()
     nfl_postseason_check(nfl_seasons)
     for season, games in nfl_seasons.items():
@@ -798,6 +867,7 @@ def build():
     out["nba_2026"] = espn_schedule("nba_2026", "nba", 2026, "2026-27", "ismayc__nba-schedule/src/data/schedule.js")
     for season, games in nhl().items():
         out["nhl_%d" % season] = games
+    out["nhl_2026"] = nhl_2026()
     out["wnba_2025"] = espn_merge("wnba_2025", "wnba", 2025, "2025", [g for g in wnba(2025) if g is not None],
                                   ismayc_rows("ismayc__wnba-schedule/src/data/history.js", 2025), partial=True)
     out["wnba_2026"] = espn_merge("wnba_2026", "wnba", 2026, "2026", [g for g in wnba(2026) if g is not None],

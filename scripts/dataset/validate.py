@@ -394,18 +394,21 @@ def main():
 EXPECTED_GAMES = {
     "mlb_2018": (2432, 2431), "mlb_2019": (2430, 2429), "mlb_2020": (900, 898), "mlb_2021": (2430, 2429),
     "mlb_2022": (2430, 2430), "mlb_2023": (2430, 2430), "mlb_2024": (2430, 2429), "mlb_2025": (2430, 2430),
-    "mlb_2026": (2430, 1934),
+    "mlb_2026": (2430, 1934), "mlb_2027": (2430, 0),
     "nfl_2020": (269, 269), "nfl_2021": (285, 285), "nfl_2022": (284, 284), "nfl_2023": (285, 285), "nfl_2024": (285, 285),
     "nfl_2025": (285, 285),
     "nfl_2026": (272, 0),
     "nba_2022": (1230, 1230), "nba_2023": (1231, 1231), "nba_2024": (1321, 1321), "nba_2025": (1322, 1322),
     "nba_2026": (1200, 0),
     "nhl_2009": (1318, 1318), "nhl_2016": (1317, 1317), "nhl_2022": (1400, 1400), "nhl_2024": (1398, 1398),
-    "nhl_2025": (1386, 1378),
+    "nhl_2025": (1386, 1378), "nhl_2026": (1344, 0),
     "wnba_2025": (311, 311), "wnba_2026": (331, 275),
     "mls_2025": (510, 164),
     "nwsl_2022": (137, 137), "nwsl_2023": (137, 137), "nwsl_2024": (189, 189), "nwsl_2025": (91, 91),
 }
+# Complete regular-season schedules (raw/games/README.md): (games, home games) of each of the league's teams that season,
+# and how many games are timeTBD — exactly those whose source gives no start time (MLB 2027: all but the one timed event).
+SCHEDULES = {"nhl_2026": (84, 42, 0), "mlb_2027": (162, 81, 2429)}
 GAME_KEYS = {"id", "leagueId", "season", "seasonLabel", "gameType", "startTime", "timeTBD", "localDate", "homeTeamId",
              "awayTeamId", "stadiumId", "neutralSite", "status", "homeScore", "awayScore", "source", "sourceGameId"}
 GAME_TYPES = {"regular", "playoff", "playin", "cup", "allstar"}
@@ -529,6 +532,20 @@ def check_games(stadiums, teams, team_venues):
             if not g["timeTBD"] and g["status"] not in ("postponed", "cancelled"):
                 for side in ("homeTeamId", "awayTeamId"):
                     per_team.setdefault(g[side], []).append((start, gid))
+        if name in SCHEDULES:
+            each, at_home, tbd = SCHEDULES[name]
+            played, hosted = {}, {}
+            for g in games:
+                played[g.get("homeTeamId")] = played.get(g.get("homeTeamId"), 0) + 1
+                played[g.get("awayTeamId")] = played.get(g.get("awayTeamId"), 0) + 1
+                hosted[g.get("homeTeamId")] = hosted.get(g.get("homeTeamId"), 0) + 1
+            for tid in sorted(t for t, x in teams.items() if x["leagueId"] == "league_" + league and x.get("firstSeason", 0) <= season):
+                if (played.get(tid, 0), hosted.get(tid, 0)) != (each, at_home):
+                    err("games/%s.json: %s plays %d games, %d at home; expected %d, %d" % (
+                        name, tid, played.get(tid, 0), hosted.get(tid, 0), each, at_home))
+            types, got_tbd = sorted({g.get("gameType") for g in games}), sum(g.get("timeTBD") is True for g in games)
+            if got_tbd != tbd or types != ["regular"]:
+                err("games/%s.json: %d timeTBD (expected %d), game types %s (expected regular)" % (name, got_tbd, tbd, types))
         exp = EXPECTED_GAMES.get(name)
         got = (len(games), sum(g.get("status") == "final" for g in games))
         if exp is None:
@@ -590,6 +607,26 @@ def check_games(stadiums, teams, team_venues):
         spot(gid, stadiumId=venue, localDate=day, neutralSite=True, status="scheduled")
     spot("game_nfl_2026_401873187", homeTeamId="team_nfl_texans", awayTeamId="team_nfl_titans", timeTBD=True, localDate="2027-01-10",
          startTime="2027-01-11T01:00:00Z")  # week 18: kick-off not set, 19:00 Houston
+    # NHL 2026-27 (NHL API capture) and MLB 2027 (open-sports-cal): raw/games/README.md spot checks, the neutral sites of
+    # gap 10 on their venue-local day, and the MLB games away from the home park
+    spot("game_nhl_2026_2026020001", homeTeamId="team_nhl_hurricanes", awayTeamId="team_nhl_panthers", startTime="2026-09-29T21:00:00Z",
+         stadiumId="stadium_nhl_lenovo_center", status="scheduled", timeTBD=False, neutralSite=False, seasonLabel="2026-27")
+    spot("game_nhl_2026_2026020037", homeTeamId="team_nhl_ducks", awayTeamId="team_nhl_panthers", startTime="2026-10-05T00:00:00Z",
+         localDate="2026-10-04", stadiumId="stadium_nhl_honda_center")
+    for gid, venue, day in (("2026020182", "stadium_nhl_princess_auto_stadium", "2026-10-25"),
+                            ("2026020309", "stadium_nhl_helsinki_halli", "2026-11-12"), ("2026020321", "stadium_nhl_helsinki_halli", "2026-11-14"),
+                            ("2026020560", "stadium_nhl_psd_bank_dome", "2026-12-18"), ("2026020577", "stadium_nhl_psd_bank_dome", "2026-12-20"),
+                            ("2026020647", "stadium_nhl_rice_eccles_stadium", "2026-12-31"),
+                            ("2026020974", "stadium_nfl_at_t_stadium", "2027-02-20")):  # 2027-02-21T01:00Z
+        spot("game_nhl_2026_" + gid, stadiumId=venue, localDate=day, neutralSite=True)
+    spot("game_mlb_2027_2027_03_25_athletics_pirates_1", homeTeamId="team_mlb_pirates", awayTeamId="team_mlb_athletics",
+         stadiumId="stadium_mlb_pnc_park", localDate="2027-03-25", startTime="2027-03-25T23:00:00Z", timeTBD=True,
+         status="scheduled", sourceGameId="2027-03-25-athletics-pirates-1")
+    spot("game_mlb_2027_2027_08_19_cubs_blue_jays_1", stadiumId="stadium_mlb_bowman_field", startTime="2027-08-19T23:10:00Z",
+         timeTBD=False, neutralSite=True, localDate="2027-08-19")  # Journey Bank Ballpark, the one timed game
+    spot("game_mlb_2027_2027_08_12_red_sox_royals_1", stadiumId="stadium_mlb_field_of_dreams", neutralSite=True, timeTBD=True)
+    spot("game_mlb_2027_2027_05_31_padres_athletics_1", stadiumId="stadium_mlb_las_vegas_ballpark", neutralSite=True)
+    spot("game_mlb_2027_2027_06_22_cubs_padres_2", homeTeamId="team_mlb_padres", localDate="2027-06-22", timeTBD=True)  # doubleheader
     spot("game_nba_2025_0022500644", localDate="2026-01-25", startTime="2026-01-25T22:30:00Z", homeScore=85, awayScore=111)  # make-up
     spot("game_nba_2025_0062500001", startTime="2025-12-17T01:30:00Z", timeTBD=False, stadiumId="stadium_nhl_t_mobile_arena", gameType="cup")
     spot("game_nba_2025_401859967", homeTeamId="team_nba_spurs", awayTeamId="team_nba_knicks", homeScore=90, awayScore=94,
