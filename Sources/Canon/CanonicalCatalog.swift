@@ -133,7 +133,8 @@ extension CanonicalCatalog {
         for venue in venues {
             guard let day = self.localDate(of: time, at: venue.canonicalId) else { continue }
             let games = self.games.games(on: day.adding(days: -1)...day.adding(days: 1), GameIndex.Filter(venue: venue.canonicalId))
-            for game in games {
+            // A venue of two sports (the Celtics' and the Bruins' arena) lists both's games: the photo's sport keeps its own.
+            for game in games where sport == nil || self.sports[game.league] == sport {
                 let sinceStart = time - game.startTime
                 let during = !game.timeTBD && sinceStart >= -90 * 60_000 && sinceStart <= Self.duration(ofSport: self.sports[game.league])
                 // A doubleheader's second game often has no start of its own ("follows game 1"): during either game,

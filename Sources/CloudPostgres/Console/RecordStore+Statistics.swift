@@ -80,4 +80,22 @@ extension RecordStore {
             ).all().map { JobRun(job: $0.0, startedMs: $0.1, endedMs: $0.2, outcome: $0.3, succeeded: $0.4) }
         }
     }
+
+    /// Each job's saved state (its own JSON), by job.
+    public func jobStates(logger: Logger) async throws -> [String: String] {
+        try await self.client.reading { connection in
+            Dictionary(
+                uniqueKeysWithValues: try await connection.query("SELECT job, state FROM job_states", logger: logger).decode((String, String).self).all())
+        }
+    }
+
+    public func saveJobState(_ job: String, _ state: String, at now: Int64, logger: Logger) async throws {
+        _ = try await self.client.transaction(logger: logger) { connection in
+            try await connection.query(
+                """
+                INSERT INTO job_states (job, state, updated_ms) VALUES (\(job), \(state), \(now))
+                ON CONFLICT (job) DO UPDATE SET state = excluded.state, updated_ms = excluded.updated_ms
+                """, logger: logger)
+        }
+    }
 }

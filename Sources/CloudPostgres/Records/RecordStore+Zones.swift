@@ -14,14 +14,17 @@ extension RecordStore {
         try await self.client.reading { connection in
             let rows = try await connection.query(
                 """
-                SELECT z.id, z.zone_name, d.change_seq FROM zones z JOIN databases d ON d.id = z.database_id
-                WHERE d.id = \(database.id) AND NOT z.deleted AND (\(names == nil) OR z.zone_name = ANY(\(names ?? [])))
+                SELECT z.id, z.zone_name, greatest(z.change_seq, z.purged_seq) FROM zones z
+                WHERE z.database_id = \(database.id) AND NOT z.deleted AND (\(names == nil) OR z.zone_name = ANY(\(names ?? [])))
                 ORDER BY z.zone_name = \(defaultZoneName) DESC, z.zone_name
                 """, logger: logger)
             var found: [String: ZoneInfo] = [:]
             var order: [String] = []
-            for try await (id, name, head) in rows.decode((Int64, String, Int64).self) {
-                found[name] = ZoneInfo(zoneName: name, syncToken: self.token(.zone, in: database, zoneID: id, seq: head))
+            // Each zone's token is at its own last change (as `changes/zone` answers it), not the database's head: a
+            // zone nobody wrote to keeps its token while others change. Writers number changes under the database's
+            // row lock, so no change of the zone below its `change_seq` can commit after this read.
+            for try await (id, name, last) in rows.decode((Int64, String, Int64).self) {
+                found[name] = ZoneInfo(zoneName: name, syncToken: self.token(.zone, in: database, zoneID: id, seq: last))
                 order.append(name)
             }
             return (names ?? order).map { found[$0] }

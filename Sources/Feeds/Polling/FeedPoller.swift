@@ -15,7 +15,8 @@ import Synchronization
 /// Keeps the canonical games current from the leagues' feeds (docs/FEEDS.md): asks the most trusted provider of a
 /// league that is enabled, falls back to the next when it fails, matches each reported game to its canonical game and
 /// writes what changed into the season's zone, so `changes/wait` followers wake. One process of a cluster polls at a
-/// time.
+/// time; each league is polled on its own, so a provider that hangs holds only the leagues it is being asked for, and
+/// only until its answer's deadline.
 public final class FeedPoller: Service, Sendable {
     let records: RecordStore
     let canonical: CanonicalEndpoints
@@ -24,8 +25,8 @@ public final class FeedPoller: Service, Sendable {
     let http: HTTPClient
     let logger: Logger
     let health: [String: ProviderHealth]
-    /// When each (league, kind of poll) is due next (ms).
-    private let due = Mutex<[String: Int64]>([:])
+    /// When each kind of poll of each league is due next (ms), by league.
+    private let due = Mutex<[String: [String: Int64]]>([:])
 
     public init(
         records: RecordStore, canonical: CanonicalEndpoints, configuration: FeedConfiguration, clock: ServerClock, http: HTTPClient = .shared,
@@ -52,14 +53,18 @@ public final class FeedPoller: Service, Sendable {
     /// up every `lease` so a process that stopped polling (but not dying) does not hold the feeds for ever.
     public func run() async throws {
         while !Task.isCancelled {
-            _ = try? await self.records.exclusively("feeds", logger: self.logger) {
-                let until = self.clock.now + Self.lease.milliseconds
-                while !Task.isCancelled, self.clock.now < until {
-                    await self.runDue()
-                    let now = self.clock.now
-                    let next = self.due.withLock { $0.values.min() } ?? now + 60_000
-                    try await self.clock.sleep(for: .milliseconds(min(max(next - now, 1000), 60_000)))
+            do {
+                _ = try await self.records.exclusively("feeds", logger: self.logger) {
+                    await self.loadHealth()
+                    let until = self.clock.now + Self.lease.milliseconds
+                    await withTaskGroup(of: Void.self) { group in
+                        for league in self.configuration.leagues { group.addTask { await self.poll(league, until: until) } }
+                    }
                 }
+            } catch is CancellationError {
+                return
+            } catch {
+                self.logger.error("the feeds' lock could not be taken", metadata: ["error": "\(error)"])
             }
             try await self.clock.sleep(for: .seconds(60))
         }
@@ -67,43 +72,62 @@ public final class FeedPoller: Service, Sendable {
 
     static let lease = Duration.seconds(3600)
 
-    /// The polls due now: live leagues every `liveInterval`, leagues with games left today every `todayInterval`,
-    /// the coming days' schedule daily, the last days' results for corrections every `recentInterval`.
+    /// Polls `league` whenever one of its polls is due, until `until` (ms).
+    func poll(_ league: String, until: Int64) async {
+        while !Task.isCancelled, self.clock.now < until {
+            await self.runDue(league: league)
+            let now = self.clock.now
+            let next = self.due.withLock { $0[league]?.values.min() } ?? now + 60_000
+            do { try await self.clock.sleep(for: .milliseconds(min(max(next - now, 1000), 60_000))) } catch { return }
+        }
+    }
+
+    /// Every league's polls due now, the leagues side by side.
     public func runDue() async {
+        await withTaskGroup(of: Void.self) { group in
+            for league in self.configuration.leagues { group.addTask { await self.runDue(league: league) } }
+        }
+    }
+
+    /// The polls of `league` due now: every `liveInterval` while it plays, every `todayInterval` while games are left
+    /// today, the coming days' schedule daily, the last days' results for corrections every `recentInterval`.
+    public func runDue(league: String) async {
         let now = self.clock.now
         let today = Self.usDay(of: now)
-        guard let target = self.configuration.targets.first,
-            let database = try? await self.records.database(
-                container: target.container, environment: target.environment, scope: .public, owner: nil, logger: self.logger),
-            let catalog = try? await self.canonical.catalog(for: database, logger: self.logger)
-        else { return }
-        for league in self.configuration.leagues {
-            let games = catalog.games.games(on: today.adding(days: -1)...today, GameIndex.Filter(leagues: [league]))
-            let playing = games.filter { game in
-                let status = Game.Status(rawValue: game.status) ?? .scheduled
-                return [.live, .delayed, .suspended].contains(status)
-                    || (status == .scheduled && now >= game.startTime - 10 * 60_000 && now <= game.startTime + 6 * 3_600_000)
-            }
-            let unfinished = games.filter { Self.usDay(of: $0.startTime) == today && ($0.status == "scheduled" || $0.status == "delayed") }
-            var polls: [(kind: String, days: ClosedRange<CivilDate>, every: Duration)] = [
-                ("schedule", today...today.adding(days: self.configuration.scheduleDays - 1), self.configuration.scheduleInterval),
-                ("recent", today.adding(days: -self.configuration.recentDays)...today.adding(days: -1), self.configuration.recentInterval),
-            ]
-            // One poll per day with a game being played: a provider that knows only today (the NBA's CDN) still
-            // answers for today's, and a game past midnight is asked for on its own day.
-            let playingDays = Set(playing.map { Self.usDay(of: $0.startTime) }).sorted()
-            for day in playingDays { polls.append(("live \(day)", day...day, self.configuration.liveInterval)) }
-            if playingDays.isEmpty, !unfinished.isEmpty {
-                polls.append(("today", today...today, self.configuration.todayInterval))
-            }
-            for poll in polls {
-                let key = league + " " + poll.kind
-                guard self.due.withLock({ ($0[key] ?? 0) <= now }) else { continue }
-                self.due.withLock { $0[key] = now + poll.every.milliseconds }
-                // When no provider answered, the poll is tried again soon rather than after its whole interval.
-                if await self.poll(league: league, days: poll.days, today: today).provider == nil, poll.every > self.configuration.todayInterval {
-                    self.due.withLock { $0[key] = now + self.configuration.todayInterval.milliseconds }
-                }
+        guard let target = self.configuration.targets.first else { return }
+        let catalog: CanonicalCatalog
+        do {
+            let database = try await self.records.database(
+                container: target.container, environment: target.environment, scope: .public, owner: nil, logger: self.logger)
+            catalog = try await self.canonical.catalog(for: database, logger: self.logger)
+        } catch {
+            self.logger.error("the feeds could not read the games", metadata: ["league": "\(league)", "error": "\(error)"])
+            return
+        }
+        let games = catalog.games.games(on: today.adding(days: -1)...today, GameIndex.Filter(leagues: [league]))
+        let playing = games.filter { game in
+            let status = Game.Status(rawValue: game.status) ?? .scheduled
+            return [.live, .delayed, .suspended].contains(status)
+                || (status == .scheduled && now >= game.startTime - 10 * 60_000 && now <= game.startTime + 6 * 3_600_000)
+        }
+        let unfinished = games.filter { Self.usDay(of: $0.startTime) == today && ($0.status == "scheduled" || $0.status == "delayed") }
+        var polls: [(kind: String, days: ClosedRange<CivilDate>, every: Duration)] = [
+            ("schedule", today...today.adding(days: self.configuration.scheduleDays - 1), self.configuration.scheduleInterval),
+            ("recent", today.adding(days: -self.configuration.recentDays)...today.adding(days: -1), self.configuration.recentInterval),
+        ]
+        // One poll per day with a game being played: a provider that knows only today (the NBA's CDN) still
+        // answers for today's, and a game past midnight is asked for on its own day.
+        let playingDays = Set(playing.map { Self.usDay(of: $0.startTime) }).sorted()
+        for day in playingDays { polls.append(("live \(day)", day...day, self.configuration.liveInterval)) }
+        if playingDays.isEmpty, !unfinished.isEmpty {
+            polls.append(("today", today...today, self.configuration.todayInterval))
+        }
+        for poll in polls {
+            guard self.due.withLock({ ($0[league]?[poll.kind] ?? 0) <= now }) else { continue }
+            self.due.withLock { $0[league, default: [:]][poll.kind] = now + poll.every.milliseconds }
+            // When no provider answered, the poll is tried again soon rather than after its whole interval.
+            if await self.poll(league: league, days: poll.days, today: today).provider == nil, poll.every > self.configuration.todayInterval {
+                self.due.withLock { $0[league, default: [:]][poll.kind] = now + self.configuration.todayInterval.milliseconds }
             }
         }
     }
@@ -112,6 +136,15 @@ public final class FeedPoller: Service, Sendable {
     /// every target database.
     @discardableResult
     public func poll(league: String, days: ClosedRange<CivilDate>, today: CivilDate) async -> Report {
+        let providers = self.configuration.providers(for: league).map(\.name)
+        let before = providers.map { self.health[$0]?.durable }
+        let report = await self.askInTurn(league: league, days: days, today: today)
+        // A failure counted, a provider disabled or enabled again: kept for the next process that polls.
+        await self.saveHealth(of: zip(providers, before).filter { self.health[$0.0]?.durable != $0.1 }.map(\.0))
+        return report
+    }
+
+    func askInTurn(league: String, days: ClosedRange<CivilDate>, today: CivilDate) async -> Report {
         var report = Report()
         let providers = self.configuration.providers(for: league)
         /// Where to ask a provider, when it is enabled and can answer for these days.
@@ -293,8 +326,23 @@ public final class FeedPoller: Service, Sendable {
         return applied
     }
 
-    /// The answer's bytes; throws on a transport error, a status other than 200, or an answer too large.
+    /// The answer's bytes; throws on a transport error, a status other than 200, an answer too large, or one not
+    /// whole within `requestTimeout` of the poller's clock (headers and body: a provider dripping its answer fails too).
     func fetch(_ url: String) async throws -> [UInt8] {
+        let timeout = self.configuration.requestTimeout
+        return try await withThrowingTaskGroup(of: [UInt8]?.self) { group in
+            group.addTask { try await self.download(url) }
+            group.addTask {
+                try await self.clock.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let answer = try await group.next() ?? nil else { throw ProviderAnswerError("no whole answer within \(timeout)") }
+            return answer
+        }
+    }
+
+    func download(_ url: String) async throws -> [UInt8] {
         var request = HTTPClientRequest(url: url)
         request.headers.add(name: "Accept", value: "application/json")
         request.headers.add(name: "User-Agent", value: "StadiumCloud feeds")
@@ -305,9 +353,35 @@ public final class FeedPoller: Service, Sendable {
         return Array(body.readableBytesView)
     }
 
+    /// Takes up each provider's failures and rest as the last process that polled left them.
+    public func loadHealth() async {
+        do {
+            let saved = try await self.records.jobStates(logger: self.logger)
+            for (name, health) in self.health {
+                if let state = saved[Self.job(name)], let durable = ProviderHealth.Durable(json: state) { health.restore(durable) }
+            }
+        } catch {
+            self.logger.error("the score providers' health could not be read", metadata: ["error": "\(error)"])
+        }
+    }
+
+    func saveHealth(of providers: [String]) async {
+        for name in providers {
+            guard let durable = self.health[name]?.durable else { continue }
+            do {
+                try await self.records.saveJobState(Self.job(name), durable.json, at: self.clock.now, logger: self.logger)
+            } catch {
+                self.logger.error("a score provider's health could not be saved", metadata: ["provider": "\(name)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// The job a provider's polls are recorded as (console, jobs page) and its health kept under.
+    static func job(_ provider: String) -> String { "feed " + provider }
+
     func recordRun(_ provider: String, started: Int64, outcome: String, succeeded: Bool) async {
         try? await self.records.recordJobRun(
-            JobRun(job: "feed " + provider, startedMs: started, endedMs: self.clock.now, outcome: outcome, succeeded: succeeded), logger: self.logger)
+            JobRun(job: Self.job(provider), startedMs: started, endedMs: self.clock.now, outcome: outcome, succeeded: succeeded), logger: self.logger)
     }
 
     /// Each provider's state, for the console and tests: enabled, requests made, last outcome.

@@ -1,10 +1,31 @@
+import CloudCore
 import CloudRuntime
 import Metrics
 import Synchronization
 
 /// A provider's rate limit and failures (docs/FEEDS.md): requests are spaced to its rate; an unofficial provider
-/// that fails 3 times within an hour (a scraped one 2) is disabled for a day, an official one is never disabled.
+/// that fails 3 times within an hour (a scraped one 2) is disabled for a day, an official one is never disabled. The
+/// failures and the rest (`Durable`) are kept in PostgreSQL by the poller, so a restart or a takeover does not forget them.
 final class ProviderHealth: Sendable {
+    /// What outlives the process that polls.
+    struct Durable: Equatable {
+        var failures: [Int64]
+        var disabledUntil: Int64?
+
+        var json: String {
+            JSONWriter.encode(["failures": .array(self.failures.map { .int($0) }), "disabledUntil": self.disabledUntil.map { .int($0) } ?? .null])
+        }
+
+        init(failures: [Int64], disabledUntil: Int64?) { (self.failures, self.disabledUntil) = (failures, disabledUntil) }
+
+        init?(json: String) {
+            guard let value = try? JSONValue.parse(Array(json.utf8)), let failures = value["failures"]?.arrayValue?.compactMap(\.int64Value) else {
+                return nil
+            }
+            self.init(failures: failures, disabledUntil: value["disabledUntil"]?.int64Value)
+        }
+    }
+
     struct State {
         var nextSlot: Int64 = 0
         var failures: [Int64] = []
@@ -68,4 +89,11 @@ final class ProviderHealth: Sendable {
     }
 
     var snapshot: State { self.state.withLock { $0 } }
+
+    var durable: Durable { self.state.withLock { Durable(failures: $0.failures, disabledUntil: $0.disabledUntil) } }
+
+    func restore(_ durable: Durable) {
+        self.state.withLock { ($0.failures, $0.disabledUntil) = (durable.failures, durable.disabledUntil) }
+        self.enabledGauge.record(durable.disabledUntil == nil ? 1 : 0)
+    }
 }

@@ -122,6 +122,52 @@ import Testing
         }
     }
 
+    /// A photo's sport filters its games, not only its venues: at TD Garden (home of the Celtics and the Bruins) on a
+    /// Bruins night, a basketball photo is matched to no hockey game, the same day or the next.
+    @Test func aPhotosSportFiltersTheGamesOfAVenueOfTwoSports() async throws {
+        let seasons = try CanonicalDataset.load(
+            from: CanonicalFixtures.root.appendingPathComponent("Resources/canonical").path, gameSeasons: ["nba_2025", "nhl_2025"])
+        try await Self.withImportedServer(seasons) { server in
+            func leagues(_ time: String, sport: String) async throws -> Set<String> {
+                let photo: JSONValue = ["latitude": 42.3662, "longitude": -71.0621, "time": .string(time), "sport": .string(sport)]
+                let reply = try await server.call("canonical/match", photo, database: "public")
+                #expect(reply.status == 200, "\(reply.json)")
+                return Set(reply.json["matches"]?.arrayValue?.compactMap { $0["game"]?["league"]?.stringValue } ?? [])
+            }
+            // Bruins at home on 2025-10-09 (23:00Z); no Celtics game that day or the next.
+            let hockey = try await leagues("2025-10-10T01:00:00Z", sport: "ice_hockey")
+            let sameDay = try await leagues("2025-10-10T01:00:00Z", sport: "basketball")
+            let nextDay = try await leagues("2025-10-10T20:00:00Z", sport: "basketball")
+            #expect(hockey == ["league_nhl"] && sameDay.isEmpty && nextDay.isEmpty)
+        }
+    }
+
+    /// `zones/list` hands each zone the token of its own last change: a season nobody wrote to keeps its token while
+    /// another season's scores are written, and the listed tokens miss nothing.
+    @Test func aSeasonNobodyWroteToKeepsItsTokenInZonesList() async throws {
+        try await Self.withImportedServer { server in
+            func tokens() async throws -> [String: String] {
+                let zones = try await server.call("zones/list", database: "public").json["zones"]?.arrayValue ?? []
+                return Dictionary(uniqueKeysWithValues: zones.compactMap { zone in
+                    zone["zoneID"]?["zoneName"]?.stringValue.flatMap { name in zone["syncToken"]?.stringValue.map { (name, $0) } }
+                })
+            }
+            let before = try await tokens()
+            var daily = try Self.dataset.get()
+            let index = try #require(daily.games["nba_2025"]!.firstIndex { $0.status == "final" })
+            daily.games["nba_2025"]![index].homeScore! += 1
+            let update = try await server.importer.run(daily, container: Self.container, environment: "development", dryRun: false)
+            #expect(update.changes.count == 1)
+            let after = try await tokens()
+            #expect(after["games_mlb_2024"] == before["games_mlb_2024"] && after["games_mlb_2025"] == before["games_mlb_2025"])
+            #expect(after["games_nba_2025"] != before["games_nba_2025"])
+            // From the tokens listed before, the written season brings its one change, the others nothing.
+            let nba = try await server.pull(zone: "games_nba_2025", from: before["games_nba_2025"], database: "public")
+            #expect(nba.records.compactMap { $0["recordName"]?.stringValue } == [daily.games["nba_2025"]![index].id])
+            #expect(try await server.pull(zone: "games_mlb_2024", from: before["games_mlb_2024"], database: "public").records.isEmpty)
+        }
+    }
+
     @Test func gamesLiveInSeasonZonesAndReachDevicesAsDeltas() async throws {
         var dataset = try CanonicalFixtures.dataset.get()
         dataset.games = try Self.dataset.get().games.filter { $0.key == "nba_2025" }

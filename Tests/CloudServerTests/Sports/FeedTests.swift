@@ -190,7 +190,8 @@ import Testing
                     records: server.dependencies.records, canonical: CanonicalEndpoints(records: server.dependencies.records),
                     configuration: configuration, clock: clock.clock, logger: TestDatabase.logger)
                 replay.answerEverythingElse(Array(#"{"events":[]}"#.utf8))
-                /// One round, moving the clock whenever the poller waits for ESPN's rate limit (one request a second).
+                /// One round, moving the clock whenever the poller waits for ESPN's rate limit (one request a second), never
+                /// as far as an answer's deadline.
                 func round() async throws {
                     let done = ManagedAtomicFlag()
                     async let polled: Void = {
@@ -199,7 +200,7 @@ import Testing
                         clock.sleepersChanges.changed()
                     }()
                     try await eventually("the round ends", on: clock.sleepersChanges) {
-                        if clock.sleeping > 0 { clock.advance(by: .seconds(1)) }
+                        if let wake = clock.nextWake, wake - clock.now <= 1000 { clock.advance(by: .milliseconds(wake - clock.now)) }
                         return done.isSet
                     }
                     await polled
@@ -260,6 +261,87 @@ import Testing
                 }
                 #expect(replay.requests.filter { $0 == nhl }.count == 5)
                 #expect(poller.providerStates.first { $0.name == "nhl-web" }?.enabled == true)
+            }
+        }
+    }
+
+    /// A provider that sends its headers and then stalls holds only its own league, and only until the deadline over
+    /// its whole answer: the NBA's live game is asked for at every live interval, on the dot, while every NHL request
+    /// hangs. (25 s, so that no NHL deadline or sleep ends at the very time the NBA's league sleeps until.)
+    @Test func aStalledProviderHoldsOnlyItsOwnLeagueAndOnlyUntilItsDeadline() async throws {
+        try await TestServer.runImported(try Self.dataset(["nba_2026"])) { server in
+            try await ReplayServer.run { replay, base in
+                // 16:00 US Eastern on 2026-10-20: Boston at Detroit tipped off an hour ago.
+                let start = GameTime.milliseconds("2026-10-20T20:00:00Z")!
+                let clock = ManualClock(startingAt: start)
+                var configuration = FeedConfiguration()
+                configuration.providers = [NHLWebAPI(), NBALiveScoreboard()]
+                configuration.baseURLs = ["nhl-web": base, "nba-cdn": base]
+                configuration.targets = [(TestServer.development.container, "development")]
+                configuration.liveInterval = .seconds(25)
+                let poller = FeedPoller(
+                    records: server.dependencies.records, canonical: CanonicalEndpoints(records: server.dependencies.records),
+                    configuration: configuration, clock: clock.clock, logger: TestDatabase.logger)
+                let cdn = "/static/json/liveData/scoreboard/todaysScoreboard_00.json"
+                replay.answer(cdn, Array(#"{"scoreboard":{"gameDate":"2026-10-20","games":[]}}"#.utf8))
+                replay.stall("/v1/")
+                func asked(_ prefix: String) -> Int { replay.requests.filter { $0.hasPrefix(prefix) }.count }
+                let polling = Task { try await poller.run() }
+                for round in 0...4 {
+                    // The NBA's league asleep until its next live poll.
+                    try await clock.waitForSleeper(until: start + Int64(round + 1) * 25_000)
+                    #expect(asked(cdn) == round + 1, "round \(round)")
+                    #expect(asked("/v1/") >= 1)
+                    clock.advance(by: .seconds(25))
+                }
+                polling.cancel()
+                _ = await polling.result
+                // The week ahead and the recent days were asked, each failing at its deadline (the next asked then);
+                // an official provider stays on.
+                let nhl = try #require(poller.providerStates.first { $0.name == "nhl-web" })
+                #expect(nhl.enabled && nhl.lastOutcome.contains("no whole answer within"), "\(nhl)")
+                #expect(asked("/v1/") == 2)
+            }
+        }
+    }
+
+    /// A provider's failures and its rest are kept in PostgreSQL: the next process that polls takes them up, and the
+    /// rest ends on time (on the poller's clock).
+    @Test func aProvidersRestOutlivesItsProcessAndEndsOnTime() async throws {
+        try await TestServer.runImported(try Self.dataset(["nba_2026"])) { server in
+            try await ReplayServer.run { replay, base in
+                let clock = ManualClock(startingAt: GameTime.milliseconds("2026-10-21T03:00:00Z")!)
+                let day = CivilDate(year: 2026, month: 10, day: 20)!
+                let cdn = "/static/json/liveData/scoreboard/todaysScoreboard_00.json"
+                replay.answer(cdn, status: .internalServerError, [])
+                replay.answer("/basketball/nba/scoreboard?dates=20261020&limit=1000", Array(#"{"events":[]}"#.utf8))
+                func asked() -> Int { replay.requests.filter { $0 == cdn }.count }
+                func enabled(_ poller: FeedPoller) -> Bool? { poller.providerStates.first { $0.name == "nba-cdn" }?.enabled }
+                let first = Self.poller(server, base: base, clock: clock.clock)
+                for _ in 1...3 {
+                    await first.poll(league: "league_nba", days: day...day, today: day)
+                    clock.advance(by: .seconds(60))
+                }
+                #expect(enabled(first) == false)
+
+                // A restart: the next process takes up the rest where the first left it.
+                let second = Self.poller(server, base: base, clock: clock.clock)
+                #expect(enabled(second) == true)
+                await second.loadHealth()
+                #expect(enabled(second) == false)
+                #expect(await second.poll(league: "league_nba", days: day...day, today: day).provider == "espn")
+                #expect(asked() == 3)
+
+                // A day later it is asked again, and the process after that knows it is back, no failure counted.
+                clock.advance(by: .seconds(86_400))
+                replay.answer(cdn, Array(#"{"scoreboard":{"gameDate":"2026-10-20","games":[]}}"#.utf8))
+                #expect(await second.poll(league: "league_nba", days: day...day, today: day).provider == "nba-cdn")
+                #expect(asked() == 4)
+                let third = Self.poller(server, base: base, clock: clock.clock)
+                await third.loadHealth()
+                #expect(enabled(third) == true)
+                let saved = try await server.dependencies.records.jobStates(logger: TestDatabase.logger)["feed nba-cdn"]
+                #expect(try JSONValue.parse(Array(try #require(saved).utf8))["failures"] == [])
             }
         }
     }

@@ -31,6 +31,9 @@ final class ManualClock: Sendable {
         for wake in due { wake.resume() }
     }
 
+    /// When the first sleeper wakes (ms), if any sleeps.
+    var nextWake: Int64? { self.state.withLock { $0.sleepers.values.map(\.until).min() } }
+
     /// How many tasks sleep on this clock now.
     var sleeping: Int { self.state.withLock { $0.sleepers.count } }
     /// Changed whenever `sleeping` may have changed.
