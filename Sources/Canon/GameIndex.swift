@@ -2,8 +2,8 @@ import CloudCore
 import SportsDomain
 
 /// The public database's live `Game` records by local day, team, venue and league-season: what games-by-date,
-/// the date strip and photo matching read. A value: a new score makes a new index sharing the old one's base;
-/// anything else the index is sorted or keyed by builds a new base.
+/// the date strip, photo matching and the feeds read. A value, kept per league-season: a new score makes a new index
+/// sharing every season; anything else the index is sorted or keyed by builds that game's season again.
 public struct GameIndex: Sendable {
     /// Which games a question is about; nil means any.
     public struct Filter: Sendable {
@@ -22,90 +22,115 @@ public struct GameIndex: Sendable {
         }
     }
 
-    /// What a full build sorts and keys, shared by every index updated from it and never copied.
-    private final class Base: Sendable {
-        /// Every live game, by start time, and the ids each is known by (its `sourceGameId` and `feedIds`).
+    /// One league-season's games, sorted and keyed: built once, shared by every index updated from it, never copied.
+    /// A change that moves, adds, drops or re-keys a game builds its season again (a few thousand games at most), not
+    /// every season.
+    private final class Season: Sendable {
+        /// The season's live games by start time, and the ids each is known by (its `sourceGameId` and `feedIds`).
         let games: [Game]
         let ids: [[String]]
+        let league: String
         let byDate: [CivilDate: [Int]]
         let byTeam: [String: [Int]]
         let byVenue: [String: [Int]]
         let byID: [String: Int]
-        /// `league|id` for each game's `sourceGameId` and `league|provider:id` for each id a score feed knows it by
-        /// (`feedIds`) → index: how a feed finds a game again after it moved to another day.
+        /// Each game's `sourceGameId` and `provider:id` for each id a score feed knows it by (`feedIds`) → index: how a
+        /// feed finds a game again after it moved to another day.
         let byFeedKey: [String: Int]
-        /// First and last local day of each league-season (`league_mlb|2025`).
-        let seasonSpans: [String: ClosedRange<CivilDate>]
+        /// First and last local day.
+        let span: ClosedRange<CivilDate>
 
-        init(entries: some Collection<Entry>) {
+        init?(entries: some Collection<Entry>) {
             let sorted = entries.sorted { Game.byStart($0.game, $1.game) }
-            (self.games, self.ids) = (sorted.map(\.game), sorted.map(\.ids))
+            guard let first = sorted.first else { return nil }
+            (self.games, self.ids, self.league) = (sorted.map(\.game), sorted.map(\.ids), first.game.league)
             var byDate: [CivilDate: [Int]] = [:]
             var byTeam: [String: [Int]] = [:]
             var byVenue: [String: [Int]] = [:]
-            var spans: [String: ClosedRange<CivilDate>] = [:]
             var byID: [String: Int] = [:]
             var byFeedKey: [String: Int] = [:]
+            var (earliest, latest) = (first.game.localDate, first.game.localDate)
             for (index, entry) in sorted.enumerated() {
                 let game = entry.game
                 byID[game.id] = index
-                for id in entry.ids { byFeedKey[game.league + "|" + id] = index }
+                for id in entry.ids { byFeedKey[id] = index }
                 byDate[game.localDate, default: []].append(index)
                 byTeam[game.homeTeam, default: []].append(index)
                 byTeam[game.awayTeam, default: []].append(index)
                 byVenue[game.stadium, default: []].append(index)
-                let key = game.league + "|" + String(game.season)
-                let span = spans[key]
-                spans[key] = min(span?.lowerBound ?? game.localDate, game.localDate)...max(span?.upperBound ?? game.localDate, game.localDate)
+                (earliest, latest) = (min(earliest, game.localDate), max(latest, game.localDate))
             }
-            (self.byDate, self.byTeam, self.byVenue, self.seasonSpans, self.byID, self.byFeedKey) = (byDate, byTeam, byVenue, spans, byID, byFeedKey)
+            (self.byDate, self.byTeam, self.byVenue, self.byID, self.byFeedKey) = (byDate, byTeam, byVenue, byID, byFeedKey)
+            self.span = earliest...latest
         }
     }
 
-    private let base: Base
-    /// Games whose score or state changed since the base was built, by their place in it: an update copies these (the
-    /// games scored since the last new, moved or re-keyed game; a feed's first match of a game adds an id and re-keys),
-    /// not the base's ~41,000 games, so a score costs microseconds, not milliseconds.
-    private var replaced: [Int: Game] = [:]
+    /// The league-seasons by `league|season` (`league_mlb|2025`).
+    private var seasons: [String: Season]
+    /// Games whose score or state changed since their season was built, by season and place in it: an update copies
+    /// these (the season's games scored since its last new, moved or re-keyed game), not the season, so a score costs
+    /// microseconds; a keyed change builds one season again, a few milliseconds, never the ~41,000 games of all.
+    private var replaced: [String: [Int: Game]] = [:]
 
     /// Builds the index from `Game` records; deleted and deprecated games (dropped by their source) are left out.
     public init(records: [Record]) {
-        self.init(entries: Dictionary(records.compactMap(Self.entry(from:)).map { ($0.game.id, $0) }, uniquingKeysWith: { _, last in last }))
-    }
-
-    private init(entries: [String: Entry]) {
-        self.base = Base(entries: entries.values)
+        let entries = Dictionary(records.compactMap(Self.entry(from:)).map { ($0.game.id, $0) }, uniquingKeysWith: { _, last in last })
+        self.seasons = Dictionary(grouping: entries.values, by: \.season).compactMapValues { Season(entries: $0) }
     }
 
     /// A game with the ids it is known by: its `sourceGameId` and the `provider:id`s of its `feedIds`.
     struct Entry: Sendable {
         var game: Game
         var ids: [String]
+        var season: String { Self.season(self.game.league, self.game.season) }
+        static func season(_ league: String, _ season: Int) -> String { league + "|" + String(season) }
     }
 
     /// Every live game, by start time.
-    public var games: [Game] { self.base.games.indices.map(self.game(at:)) }
+    public var games: [Game] {
+        self.seasons.flatMap { key, season in season.games.indices.map { self.game(key, season, $0) } }.sorted(by: Game.byStart)
+    }
 
-    private func game(at index: Int) -> Game { self.replaced[index] ?? self.base.games[index] }
+    private func game(_ key: String, _ season: Season, _ index: Int) -> Game { self.replaced[key]?[index] ?? season.games[index] }
+
+    /// Where the game with this id is: its season and its place in it.
+    private func place(of id: String) -> (key: String, season: Season, index: Int)? {
+        for (key, season) in self.seasons { if let index = season.byID[id] { return (key, season, index) } }
+        return nil
+    }
 
     /// The index with `records` (changed `Game` records, live, deprecated or deleted) applied: what a live game day
     /// costs instead of reading every game again.
     public func updating(with records: [Record]) -> GameIndex {
-        let changed = records.filter { $0.recordType == "Game" }
         var updated = self
-        for (position, record) in changed.enumerated() {
+        /// Seasons to build again, with their games that changed (nil: no longer live).
+        var rebuilt: [String: [String: Entry?]] = [:]
+        var rekeyed = Set<String>()
+        for record in records where record.recordType == "Game" {
+            let entry = Self.entry(from: record)
+            let place = self.place(of: record.recordName)
             // A new score or state changes nothing the index is ordered or keyed by: the game is replaced where it is.
-            if let entry = Self.entry(from: record), let index = self.base.byID[record.recordName],
-                Self.sameKeys(Entry(game: updated.game(at: index), ids: self.base.ids[index]), entry)
+            if let entry, let place, !rekeyed.contains(record.recordName), place.key == entry.season,
+                Self.sameKeys(Entry(game: updated.game(place.key, place.season, place.index), ids: place.season.ids[place.index]), entry)
             {
-                updated.replaced[index] = entry.game
+                updated.replaced[place.key, default: [:]][place.index] = entry.game
                 continue
             }
-            // A new, moved, renamed or dropped game: sorted and keyed again with the rest of the changes.
-            var entries = Dictionary(
-                uniqueKeysWithValues: self.base.games.indices.map { (self.base.games[$0].id, Entry(game: updated.game(at: $0), ids: self.base.ids[$0])) })
-            for record in changed[position...] { entries[record.recordName] = Self.entry(from: record) }
-            return GameIndex(entries: entries)
+            // A new, moved, renamed or dropped game: its season sorted and keyed again with the season's other changes.
+            rekeyed.insert(record.recordName)
+            if let place { rebuilt[place.key, default: [:]][record.recordName] = .some(nil) }
+            if let entry { rebuilt[entry.season, default: [:]][record.recordName] = entry }
+        }
+        for (key, changes) in rebuilt {
+            var entries: [String: Entry] = [:]
+            if let season = self.seasons[key] {
+                for index in season.games.indices {
+                    entries[season.games[index].id] = Entry(game: updated.game(key, season, index), ids: season.ids[index])
+                }
+            }
+            for (id, entry) in changes { entries[id] = entry }
+            updated.seasons[key] = Season(entries: entries.values)
+            updated.replaced[key] = nil
         }
         return updated
     }
@@ -125,37 +150,45 @@ public struct GameIndex: Sendable {
     }
 
     /// The live game with this canonical id.
-    public func game(_ id: String) -> Game? { self.base.byID[id].map(self.game(at:)) }
+    public func game(_ id: String) -> Game? { self.place(of: id).map { self.game($0.key, $0.season, $0.index) } }
 
     /// True when the game is known by another id of `provider` than `id`: a doubleheader's other game.
     public func isClaimed(_ gameID: String, by provider: String, otherThan id: String) -> Bool {
-        (self.base.byID[gameID].map { self.base.ids[$0] } ?? []).contains { $0.hasPrefix(provider + ":") && $0 != provider + ":" + id }
+        (self.place(of: gameID).map { $0.season.ids[$0.index] } ?? []).contains { $0.hasPrefix(provider + ":") && $0 != provider + ":" + id }
     }
 
     /// The live game of `league` a provider knows as `id` (`provider:id` once a feed has matched it, or the
     /// dataset's own source id).
     public func game(league: String, provider: String, id: String) -> Game? {
-        (self.base.byFeedKey[league + "|" + provider + ":" + id] ?? self.base.byFeedKey[league + "|" + id]).map(self.game(at:))
+        for (key, season) in self.seasons where season.league == league {
+            if let index = season.byFeedKey[provider + ":" + id] { return self.game(key, season, index) }
+        }
+        for (key, season) in self.seasons where season.league == league {
+            if let index = season.byFeedKey[id] { return self.game(key, season, index) }
+        }
+        return nil
     }
-
 
     /// Games whose local day is in `days`, by start time.
     public func games(on days: ClosedRange<CivilDate>, _ filter: Filter = Filter()) -> [Game] {
-        // Walk the shortest list that must contain every answer: a team's or a venue's games, or the days.
-        let lists = [filter.team.map { self.base.byTeam[$0] ?? [] }, filter.venue.map { self.base.byVenue[$0] ?? [] }].compactMap { $0 }
-        if let shortest = lists.min(by: { $0.count < $1.count }) {
-            return shortest.lazy.map(self.game(at:)).filter { days.contains($0.localDate) && filter.matches($0) }
-        }
         var found: [Game] = []
-        var day = days.lowerBound
-        while day <= days.upperBound {
-            for index in self.base.byDate[day] ?? [] {
-                let game = self.game(at: index)
-                if filter.matches(game) { found.append(game) }
+        for (key, season) in self.seasons where season.span.overlaps(days) && (filter.leagues?.contains(season.league) ?? true) {
+            // Walk the shortest list that must contain every answer: a team's or a venue's games, or the days.
+            let lists = [filter.team.map { season.byTeam[$0] ?? [] }, filter.venue.map { season.byVenue[$0] ?? [] }].compactMap { $0 }
+            if let shortest = lists.min(by: { $0.count < $1.count }) {
+                found += shortest.lazy.map { self.game(key, season, $0) }.filter { days.contains($0.localDate) && filter.matches($0) }
+                continue
             }
-            day = day.adding(days: 1)
+            var day = max(days.lowerBound, season.span.lowerBound)
+            while day <= min(days.upperBound, season.span.upperBound) {
+                for index in season.byDate[day] ?? [] {
+                    let game = self.game(key, season, index)
+                    if filter.matches(game) { found.append(game) }
+                }
+                day = day.adding(days: 1)
+            }
         }
-        return found
+        return found.sorted(by: Game.byStart)
     }
 
     /// The local days in `days` with at least one game, and how many.
@@ -166,5 +199,5 @@ public struct GameIndex: Sendable {
     }
 
     /// The first and last local day of a league's season, when the index has games of it.
-    public func span(league: String, season: Int) -> ClosedRange<CivilDate>? { self.base.seasonSpans[league + "|" + String(season)] }
+    public func span(league: String, season: Int) -> ClosedRange<CivilDate>? { self.seasons[Entry.season(league, season)]?.span }
 }

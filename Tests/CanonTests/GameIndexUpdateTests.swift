@@ -40,4 +40,60 @@ import Testing
         #expect(updated.games(on: CivilDate("2026-11-30")!...CivilDate("2026-11-30")!).isEmpty)
         #expect(updated.games(on: CivilDate("2026-12-03")!...CivilDate("2026-12-03")!).map(\.id) == ["a"])
     }
+
+    /// Any sequence of changes (scores, moves, new provider ids, new and dropped games, in several league-seasons)
+    /// leaves the index answering every question as one built from the final records does.
+    @Test func updatesInSeveralSeasonsAnswerAsARebuildDoes() throws {
+        func game(_ id: String, league: String, season: Int, day: Int, hour: Int, home: String, status: String = "scheduled", feedIDs: [String] = [])
+            -> Record
+        {
+            func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+            var record = Self.game(id, start: "2026-12-\(two(day))T\(two(hour)):30:00Z", day: "2026-12-\(two(day))", status: status)
+            record.fields["league"] = .reference(league)
+            record.fields["season"] = .int(season)
+            record.fields["homeTeam"] = .reference(home)
+            if !feedIDs.isEmpty { record.fields["feedIds"] = FieldValue(type: .stringList, value: .array(feedIDs.map { .string($0) })) }
+            return record
+        }
+        var generator = SystemRandomNumberGenerator()
+        let leagues = [("league_nba", 2026), ("league_nhl", 2026), ("league_nba", 2025)]
+        let teams = ["team_nba_celtics", "team_nhl_bruins", "team_nba_lakers"]
+        var current: [String: Record] = [:]
+        for n in 0..<60 {
+            let (league, season) = leagues[n % 3]
+            current["g\(n)"] = game("g\(n)", league: league, season: season, day: 1 + n % 20, hour: n % 24, home: teams[n % 3])
+        }
+        var index = GameIndex(records: Array(current.values))
+        for step in 0..<200 {
+            var batch: [Record] = []
+            for _ in 0..<Int.random(in: 1...4, using: &generator) {
+                let id = "g\(Int.random(in: 0..<70, using: &generator))"
+                let (league, season) = leagues.randomElement(using: &generator)!
+                var record = current[id] ?? game(id, league: league, season: season, day: 5, hour: 1, home: teams[0])
+                switch Int.random(in: 0..<5, using: &generator) {
+                case 0: record.fields["status"] = .string("live")
+                case 1: record.fields["startTime"] = FieldValue(type: .timestamp, value: .int(GameTime.milliseconds("2026-12-\(10 + step % 9)T01:00:00Z")!))
+                case 2: record.fields["feedIds"] = FieldValue(type: .stringList, value: .array([.string("espn:\(step)")]))
+                case 3: record.deleted = true
+                default: record.deleted = false
+                }
+                current[id] = record
+                batch.append(record)
+            }
+            index = index.updating(with: batch)
+        }
+        let rebuilt = GameIndex(records: Array(current.values))
+        let december = CivilDate("2026-12-01")!...CivilDate("2026-12-31")!
+        #expect(index.games == rebuilt.games)
+        for team in teams { #expect(index.games(on: december, .init(team: team)) == rebuilt.games(on: december, .init(team: team))) }
+        for (league, season) in leagues {
+            #expect(index.games(on: december, .init(leagues: [league])) == rebuilt.games(on: december, .init(leagues: [league])))
+            #expect(index.span(league: league, season: season) == rebuilt.span(league: league, season: season))
+        }
+        for id in (0..<70).map({ "g\($0)" }) {
+            #expect(index.game(id) == rebuilt.game(id))
+            let league = current[id].flatMap { $0.fields["league"]?.value["recordName"]?.stringValue } ?? "league_nba"
+            #expect(index.game(league: league, provider: "espn", id: id) == rebuilt.game(league: league, provider: "espn", id: id))
+        }
+    }
 }

@@ -14,6 +14,10 @@ import PostgresNIO
 struct Benchmark {
     static func main() async throws {
         let environment = ProcessInfo.processInfo.environment
+        if environment["BENCH_SUITE"] == "catalog" {
+            try CatalogBenchmark(datasetPath: environment["BENCH_DATASET"] ?? "Resources/canonical", rounds: Int(environment["BENCH_ROUNDS"] ?? "") ?? 200).run()
+            return
+        }
         guard let server = environment["BENCH_SERVER"], let databaseText = environment["BENCH_DATABASE_URL"],
             let apiToken = environment["BENCH_API_TOKEN"], let webToken = environment["BENCH_WEB_AUTH_TOKEN"],
             let userRecordName = environment["BENCH_USER_RECORD_NAME"]
