@@ -198,6 +198,11 @@ public struct GameIndex: Sendable {
         return counts.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
+    /// The seasons of `league` the index has games of, with their first and last local day.
+    public func seasons(of league: String) -> [(season: Int, span: ClosedRange<CivilDate>)] {
+        self.seasons.values.filter { $0.league == league }.map { ($0.games[0].season, $0.span) }.sorted { $0.season < $1.season }
+    }
+
     /// The first and last local day of a league's season, when the index has games of it.
     public func span(league: String, season: Int) -> ClosedRange<CivilDate>? { self.seasons[Entry.season(league, season)]?.span }
 }

@@ -20,6 +20,12 @@ public struct FeedConfiguration: Sendable {
     /// The last `recentDays` days are re-checked this often for corrections to final scores; older results never.
     public var recentInterval: Duration = .seconds(6 * 3600)
     public var recentDays = 3
+    /// Days already played are walked from the first day of each league's seasons that ended less than
+    /// `backfillSeasonsWithin` ago, `backfillDays` days an answer, until yesterday: every result, not only the last
+    /// `recentDays`' (docs/FEEDS.md, "Results so far").
+    public var backfillDays = 7
+    public var backfillSeasonsWithin = 180
+
     /// How long an unofficial provider that kept failing stays disabled, and the window its failures count in.
     public var disabledFor: Duration = .seconds(86_400)
     public var failureWindow: Duration = .seconds(3600)

@@ -130,6 +130,58 @@ public final class FeedPoller: Service, Sendable {
                 self.due.withLock { $0[league, default: [:]][poll.kind] = now + self.configuration.todayInterval.milliseconds }
             }
         }
+        await self.backfill(league: league, catalog: catalog, now: now)
+    }
+
+    /// Walks the days already played, from the first day of the league's recent seasons to yesterday, one answer of
+    /// `backfillDays` days each time it is due (at once again while days are left, at the next day once at yesterday),
+    /// so every game played gets its result; the live, today and recent polls look 3 days back at most. Where it is
+    /// is kept in PostgreSQL (`job_states`, job `backfill <league>`): a restart or a takeover goes on from there. Each
+    /// answer is recorded as the job's run (the console's jobs page).
+    func backfill(league: String, catalog: CanonicalCatalog, now: Int64) async {
+        let today = Self.usDay(of: now)
+        guard self.due.withLock({ ($0[league]?["backfill"] ?? 0) <= now }) else { return }
+        let job = "backfill " + league
+        let saved: CivilDate?
+        do {
+            saved = try await self.records.jobStates(logger: self.logger)[job].flatMap { try? JSONValue.parse(Array($0.utf8))["next"]?.stringValue }
+                .flatMap(CivilDate.init)
+        } catch {
+            self.logger.error("the feeds' backfill could not read where it was", metadata: ["league": "\(league)", "error": "\(error)"])
+            self.due.withLock { $0[league, default: [:]]["backfill"] = now + self.configuration.todayInterval.milliseconds }
+            return
+        }
+        let oldest = today.adding(days: -self.configuration.backfillSeasonsWithin)
+        let first = saved ?? catalog.games.seasons(of: league).map(\.span).filter { $0.upperBound >= oldest && $0.lowerBound < today }
+            .map(\.lowerBound).min()
+        guard let first, first < today else {
+            self.due.withLock { $0[league, default: [:]]["backfill"] = Self.startOfUSDay(today.adding(days: 1)) }
+            return
+        }
+        let days = first...min(first.adding(days: self.configuration.backfillDays - 1), today.adding(days: -1))
+        let started = self.clock.now
+        let report = await self.poll(league: league, days: days, today: today)
+        guard report.provider != nil else {
+            self.due.withLock { $0[league, default: [:]]["backfill"] = now + self.configuration.todayInterval.milliseconds }
+            return
+        }
+        let next = days.upperBound.adding(days: 1)
+        do {
+            try await self.records.saveJobState(job, JSONWriter.encode(["next": .string(next.description)]), at: self.clock.now, logger: self.logger)
+        } catch {
+            self.logger.error("the feeds' backfill could not save where it is", metadata: ["league": "\(league)", "error": "\(error)"])
+        }
+        self.due.withLock { $0[league, default: [:]]["backfill"] = next < today ? now : Self.startOfUSDay(today.adding(days: 1)) }
+        let outcome = "\(days.lowerBound)…\(days.upperBound) from \(report.provider ?? ""): \(report.reported) games, \(report.changed) changed, "
+            + "\(report.created) added; " + (next < today ? "next \(next)" : "caught up to yesterday")
+        await self.recordRun(job: job, started: started, outcome: outcome, succeeded: true)
+    }
+
+    /// The first moment (ms) of a US Eastern day.
+    static func startOfUSDay(_ day: CivilDate) -> Int64 {
+        let utcMidnight = Int64(day.daysSince1970) * 86_400_000
+        let noon = Date(timeIntervalSince1970: Double(utcMidnight) / 1000 + 43_200)
+        return utcMidnight - Int64(Self.eastern.secondsFromGMT(for: noon)) * 1000
     }
 
     /// Asks the providers of `league` for `days`, most trusted first, until one answers, and applies its games to
@@ -181,7 +233,7 @@ public final class FeedPoller: Service, Sendable {
                 "\(league) \(days.lowerBound)…\(days.upperBound): \(report.reported) games, \(report.changed) changed, \(report.created) added, "
                 + "\(report.refused.count + report.skipped.count) refused"
             health.succeeded(outcome)
-            await self.recordRun(provider.name, started: started, outcome: outcome, succeeded: true)
+            await self.recordRun(job: Self.job(provider.name), started: started, outcome: outcome, succeeded: true)
             return report
         }
         return report
@@ -206,7 +258,7 @@ public final class FeedPoller: Service, Sendable {
                 self.logger.error(
                     "a score provider is disabled after repeated failures", metadata: ["provider": "\(provider.name)", "for": "\(self.configuration.disabledFor)"])
             }
-            await self.recordRun(provider.name, started: started, outcome: "\(league): failed: \(reason)", succeeded: false)
+            await self.recordRun(job: Self.job(provider.name), started: started, outcome: "\(league): failed: \(reason)", succeeded: false)
             return nil
         }
     }
@@ -379,9 +431,13 @@ public final class FeedPoller: Service, Sendable {
     /// The job a provider's polls are recorded as (console, jobs page) and its health kept under.
     static func job(_ provider: String) -> String { "feed " + provider }
 
-    func recordRun(_ provider: String, started: Int64, outcome: String, succeeded: Bool) async {
-        try? await self.records.recordJobRun(
-            JobRun(job: Self.job(provider), startedMs: started, endedMs: self.clock.now, outcome: outcome, succeeded: succeeded), logger: self.logger)
+    func recordRun(job: String, started: Int64, outcome: String, succeeded: Bool) async {
+        do {
+            try await self.records.recordJobRun(
+                JobRun(job: job, startedMs: started, endedMs: self.clock.now, outcome: outcome, succeeded: succeeded), logger: self.logger)
+        } catch {
+            self.logger.error("a feed's run could not be recorded", metadata: ["job": "\(job)", "error": "\(error)"])
+        }
     }
 
     /// Each provider's state, for the console and tests: enabled, requests made, last outcome.

@@ -208,15 +208,16 @@ import Testing
                 try await round()
                 let football = replay.requests.filter { $0.hasPrefix("/football/nfl/") }
                 #expect(football.sorted() == [
-                    "/football/nfl/scoreboard?dates=20261001-20261003&limit=1000", "/football/nfl/scoreboard?dates=20261004&limit=1000",
-                    "/football/nfl/scoreboard?dates=20261004-20261010&limit=1000",
+                    "/football/nfl/scoreboard?dates=20260909-20260915&limit=1000", "/football/nfl/scoreboard?dates=20261001-20261003&limit=1000",
+                    "/football/nfl/scoreboard?dates=20261004&limit=1000", "/football/nfl/scoreboard?dates=20261004-20261010&limit=1000",
                 ])
-                // Every league's week ahead and recent days, once.
-                #expect(replay.requests.count == 7 * 2 + 1)
-                // Half a minute later only the live game's day is asked again.
+                // Every league's week ahead and recent days, once; the season's first week of results (the backfill).
+                #expect(replay.requests.count == 16)  // 7 × 2, the live day, the backfill's week
+                // Half a minute later the live game's day is asked again, and the backfill's next week.
                 clock.advance(by: .seconds(30))
                 try await round()
-                #expect(replay.requests.dropFirst(15) == ["/football/nfl/scoreboard?dates=20261004&limit=1000"])
+                let again: [String] = Array(replay.requests.dropFirst(16)).sorted()
+                #expect(again == ["/football/nfl/scoreboard?dates=20260916-20260922&limit=1000", "/football/nfl/scoreboard?dates=20261004&limit=1000"])
             }
         }
     }
@@ -342,6 +343,94 @@ import Testing
                 #expect(enabled(third) == true)
                 let saved = try await server.dependencies.records.jobStates(logger: TestDatabase.logger)["feed nba-cdn"]
                 #expect(try JSONValue.parse(Array(try #require(saved).utf8))["failures"] == [])
+            }
+        }
+    }
+
+    /// The season so far: a backfill walks every day already played, a week an answer, and every game played gets its
+    /// final; a process stopped half-way is followed by one that goes on from where it was, not from the start.
+    @Test func aBackfillGivesEveryGamePlayedItsResultAndResumesWhereItWas() async throws {
+        let dataset = try Self.dataset(["nba_2026"])
+        let season = try #require(dataset.games["nba_2026"])
+        let names = Dictionary(uniqueKeysWithValues: dataset.teams.map { ($0.id, $0) })
+        try await TestServer.runImported(dataset) { server in
+            try await ReplayServer.run { replay, base in
+                // Noon US Eastern on 2026-11-28; the season opened on 2026-10-20 and nothing played has a result yet.
+                let clock = ManualClock(startingAt: GameTime.milliseconds("2026-11-28T17:00:00Z")!)
+                var configuration = FeedConfiguration()
+                configuration.providers = [ESPNScoreboard()]
+                configuration.baseURLs = ["espn": base]
+                configuration.targets = [(TestServer.development.container, "development")]
+                func poller() -> FeedPoller {
+                    FeedPoller(
+                        records: server.dependencies.records, canonical: CanonicalEndpoints(records: server.dependencies.records),
+                        configuration: configuration, clock: clock.clock, logger: TestDatabase.logger)
+                }
+                // ESPN's scoreboard of the days asked: the season's games of those days, each final with a score made
+                // from its id.
+                replay.answer { path in
+                    guard path.hasPrefix("/basketball/nba/scoreboard?dates="), let dates = path.split(separator: "=").dropFirst().first?.prefix(17)
+                    else { return nil }
+                    let bounds = dates.split(separator: "-").map { day in
+                        "\(day.prefix(4))-\(day.dropFirst(4).prefix(2))-\(day.dropFirst(6).prefix(2))"
+                    }
+                    let (first, last) = (bounds[0], bounds.count > 1 ? bounds[1] : bounds[0])
+                    let events: [JSONValue] = season.filter { $0.localDate >= first && $0.localDate <= last && $0.localDate < "2026-11-28" }.map { game in
+                        let id = Int(game.sourceGameId ?? "") ?? 0
+                        func side(_ team: String, _ homeAway: String, _ score: Int) -> JSONValue {
+                            ["homeAway": .string(homeAway), "team": ["displayName": .string(names[team]?.name ?? team)], "score": .string(String(score))]
+                        }
+                        return [
+                            "id": .string(game.sourceGameId ?? ""), "date": .string(game.startTime), "season": ["year": 2027, "type": 2],
+                            "status": ["type": ["name": "STATUS_FINAL", "state": "post", "completed": true]],
+                            "competitions": [["competitors": [side(game.homeTeamId, "home", 100 + id % 17), side(game.awayTeamId, "away", 90 + id % 7)]]],
+                        ]
+                    }
+                    return Array(JSONWriter.encode(["events": .array(events)]).utf8)
+                }
+                /// The backfill's requests: those for days before the recent poll's (2026-11-25…27).
+                func backfills() -> [String] {
+                    let scoreboard = "/basketball/nba/scoreboard?dates="
+                    return replay.requests.filter { $0.hasPrefix(scoreboard) && $0 < scoreboard + "20261125" }
+                }
+                /// One round of the league's due polls, moving the clock to each wait for ESPN's rate limit.
+                func round(_ poller: FeedPoller) async throws {
+                    let done = ManagedAtomicFlag()
+                    async let polled: Void = {
+                        await poller.runDue(league: "league_nba")
+                        done.set()
+                        clock.sleepersChanges.changed()
+                    }()
+                    try await eventually("the round ends", on: clock.sleepersChanges) {
+                        if let wake = clock.nextWake, wake - clock.now <= 1000 { clock.advance(by: .milliseconds(wake - clock.now)) }
+                        return done.isSet
+                    }
+                    await polled
+                }
+                let first = poller()
+                for _ in 1...3 { try await round(first) }
+                #expect(backfills() == [
+                    "/basketball/nba/scoreboard?dates=20261020-20261026&limit=1000", "/basketball/nba/scoreboard?dates=20261027-20261102&limit=1000",
+                    "/basketball/nba/scoreboard?dates=20261103-20261109&limit=1000",
+                ])
+
+                // A restart: the next process goes on from the fourth week, to yesterday.
+                let second = poller()
+                for _ in 1...3 { try await round(second) }
+                #expect(backfills().dropFirst(3) == [
+                    "/basketball/nba/scoreboard?dates=20261110-20261116&limit=1000", "/basketball/nba/scoreboard?dates=20261117-20261123&limit=1000",
+                    "/basketball/nba/scoreboard?dates=20261124-20261127&limit=1000",
+                ])
+                let runs = try await server.dependencies.records.jobRuns(logger: TestDatabase.logger)
+                #expect(runs.first { $0.job == "backfill league_nba" }?.outcome.contains("caught up to yesterday") == true, "\(runs)")
+                let asked = replay.requests.count
+                try await round(second)
+                #expect(replay.requests.count == asked, "caught up: nothing is asked again until tomorrow")
+
+                let played = try await server.call("canonical/games", ["from": "2026-10-20", "to": "2026-11-27", "league": "nba"], database: "public")
+                let games = try #require(played.json["games"]?.arrayValue)
+                #expect(games.count == season.filter { $0.localDate < "2026-11-28" }.count && games.count > 200)
+                #expect(games.allSatisfy { $0["status"] == "final" && $0["homeScore"] != nil })
             }
         }
     }

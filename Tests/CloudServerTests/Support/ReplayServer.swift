@@ -15,6 +15,8 @@ final class ReplayServer: Sendable {
     private let asked = Mutex<[String]>([])
     /// What a path nobody set is answered (nil: 404).
     private let otherwise = Mutex<[UInt8]?>(nil)
+    /// Answers made for the path asked, before `otherwise` (nil from it: not this one).
+    private let made = Mutex<(@Sendable (String) -> [UInt8]?)?>(nil)
     /// Paths starting with one of these stall; `stallsReleased` ends them.
     private let stalled = Mutex<[String]>([])
     private let stallsReleased = ManagedAtomicFlag()
@@ -29,6 +31,9 @@ final class ReplayServer: Sendable {
 
     /// Answers every path not set by `answer` with `body` from now on.
     func answerEverythingElse(_ body: [UInt8]) { self.otherwise.withLock { $0 = body } }
+
+    /// Answers every path not set by `answer` that `make` answers (a season's days, say) with what it makes.
+    func answer(making make: @escaping @Sendable (String) -> [UInt8]?) { self.made.withLock { $0 = make } }
 
     /// Stalls every path starting with `prefix` from now on.
     func stall(_ prefix: String) { self.stalled.withLock { $0.append(prefix) } }
@@ -57,7 +62,10 @@ final class ReplayServer: Sendable {
                         try await writer.finish(nil)
                     })
             }
-            guard let answer = replay.answers.withLock({ $0[path] }) ?? replay.otherwise.withLock({ $0.map { (.ok, $0) } }) else {
+            guard
+                let answer = replay.answers.withLock({ $0[path] }) ?? replay.made.withLock({ $0 })?(path).map({ (.ok, $0) })
+                    ?? replay.otherwise.withLock({ $0.map { (.ok, $0) } })
+            else {
                 return Response(status: .notFound)
             }
             return Response(
