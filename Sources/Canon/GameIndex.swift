@@ -2,8 +2,8 @@ import CloudCore
 import SportsDomain
 
 /// The public database's live `Game` records by local day, team, venue and league-season: what games-by-date,
-/// the date strip, photo matching and the feeds read. A value, kept per league-season: a new score makes a new index
-/// sharing every season; anything else the index is sorted or keyed by builds that game's season again.
+/// the date strip, photo matching and the feeds read. A value, kept in parts of a league-season's month: a new score
+/// makes a new index sharing every part; anything else the index is sorted or keyed by builds that game's part again.
 public struct GameIndex: Sendable {
     /// Which games a question is about; nil means any.
     public struct Filter: Sendable {
@@ -22,14 +22,15 @@ public struct GameIndex: Sendable {
         }
     }
 
-    /// One league-season's games, sorted and keyed: built once, shared by every index updated from it, never copied.
-    /// A change that moves, adds, drops or re-keys a game builds its season again (a few thousand games at most), not
-    /// every season.
-    private final class Season: Sendable {
-        /// The season's live games by start time, and the ids each is known by (its `sourceGameId` and `feedIds`).
+    /// The games of one league-season's month (by local day), sorted and keyed: built once, shared by every index
+    /// updated from it, never copied. A change that moves, adds, drops or re-keys a game builds its part again (a few
+    /// hundred games at most), not its season nor every season.
+    private final class Part: Sendable {
+        /// The part's live games by start time, and the ids each is known by (its `sourceGameId` and `feedIds`).
         let games: [Game]
         let ids: [[String]]
         let league: String
+        let season: Int
         let byDate: [CivilDate: [Int]]
         let byTeam: [String: [Int]]
         let byVenue: [String: [Int]]
@@ -43,7 +44,7 @@ public struct GameIndex: Sendable {
         init?(entries: some Collection<Entry>) {
             let sorted = entries.sorted { Game.byStart($0.game, $1.game) }
             guard let first = sorted.first else { return nil }
-            (self.games, self.ids, self.league) = (sorted.map(\.game), sorted.map(\.ids), first.game.league)
+            (self.games, self.ids, self.league, self.season) = (sorted.map(\.game), sorted.map(\.ids), first.game.league, first.game.season)
             var byDate: [CivilDate: [Int]] = [:]
             var byTeam: [String: [Int]] = [:]
             var byVenue: [String: [Int]] = [:]
@@ -65,37 +66,39 @@ public struct GameIndex: Sendable {
         }
     }
 
-    /// The league-seasons by `league|season` (`league_mlb|2025`).
-    private var seasons: [String: Season]
-    /// Games whose score or state changed since their season was built, by season and place in it: an update copies
-    /// these (the season's games scored since its last new, moved or re-keyed game), not the season, so a score costs
-    /// microseconds; a keyed change builds one season again, a few milliseconds, never the ~41,000 games of all.
+    /// The parts by `league|season|month` (`league_mlb|2025|2025-04`).
+    private var parts: [String: Part]
+    /// Games whose score or state changed since their part was built, by part and place in it: an update copies these
+    /// (the part's games scored since its last new, moved or re-keyed game), not the part, so a score costs
+    /// microseconds; a keyed change builds one part again, about a millisecond, never the ~41,000 games of all.
     private var replaced: [String: [Int: Game]] = [:]
 
     /// Builds the index from `Game` records; deleted and deprecated games (dropped by their source) are left out.
     public init(records: [Record]) {
         let entries = Dictionary(records.compactMap(Self.entry(from:)).map { ($0.game.id, $0) }, uniquingKeysWith: { _, last in last })
-        self.seasons = Dictionary(grouping: entries.values, by: \.season).compactMapValues { Season(entries: $0) }
+        self.parts = Dictionary(grouping: entries.values, by: \.part).compactMapValues { Part(entries: $0) }
     }
 
     /// A game with the ids it is known by: its `sourceGameId` and the `provider:id`s of its `feedIds`.
     struct Entry: Sendable {
         var game: Game
         var ids: [String]
-        var season: String { Self.season(self.game.league, self.game.season) }
-        static func season(_ league: String, _ season: Int) -> String { league + "|" + String(season) }
+        var part: String {
+            let day = self.game.localDate
+            return self.game.league + "|" + String(self.game.season) + "|" + String(day.year) + "-" + String(day.month)
+        }
     }
 
     /// Every live game, by start time.
     public var games: [Game] {
-        self.seasons.flatMap { key, season in season.games.indices.map { self.game(key, season, $0) } }.sorted(by: Game.byStart)
+        self.parts.flatMap { key, part in part.games.indices.map { self.game(key, part, $0) } }.sorted(by: Game.byStart)
     }
 
-    private func game(_ key: String, _ season: Season, _ index: Int) -> Game { self.replaced[key]?[index] ?? season.games[index] }
+    private func game(_ key: String, _ part: Part, _ index: Int) -> Game { self.replaced[key]?[index] ?? part.games[index] }
 
-    /// Where the game with this id is: its season and its place in it.
-    private func place(of id: String) -> (key: String, season: Season, index: Int)? {
-        for (key, season) in self.seasons { if let index = season.byID[id] { return (key, season, index) } }
+    /// Where the game with this id is: its part and its place in it.
+    private func place(of id: String) -> (key: String, part: Part, index: Int)? {
+        for (key, part) in self.parts { if let index = part.byID[id] { return (key, part, index) } }
         return nil
     }
 
@@ -103,33 +106,31 @@ public struct GameIndex: Sendable {
     /// costs instead of reading every game again.
     public func updating(with records: [Record]) -> GameIndex {
         var updated = self
-        /// Seasons to build again, with their games that changed (nil: no longer live).
+        /// Parts to build again, with their games that changed (nil: no longer live).
         var rebuilt: [String: [String: Entry?]] = [:]
         var rekeyed = Set<String>()
         for record in records where record.recordType == "Game" {
             let entry = Self.entry(from: record)
             let place = self.place(of: record.recordName)
             // A new score or state changes nothing the index is ordered or keyed by: the game is replaced where it is.
-            if let entry, let place, !rekeyed.contains(record.recordName), place.key == entry.season,
-                Self.sameKeys(Entry(game: updated.game(place.key, place.season, place.index), ids: place.season.ids[place.index]), entry)
+            if let entry, let place, !rekeyed.contains(record.recordName), place.key == entry.part,
+                Self.sameKeys(Entry(game: updated.game(place.key, place.part, place.index), ids: place.part.ids[place.index]), entry)
             {
                 updated.replaced[place.key, default: [:]][place.index] = entry.game
                 continue
             }
-            // A new, moved, renamed or dropped game: its season sorted and keyed again with the season's other changes.
+            // A new, moved, renamed or dropped game: its parts sorted and keyed again with their other changes.
             rekeyed.insert(record.recordName)
             if let place { rebuilt[place.key, default: [:]][record.recordName] = .some(nil) }
-            if let entry { rebuilt[entry.season, default: [:]][record.recordName] = entry }
+            if let entry { rebuilt[entry.part, default: [:]][record.recordName] = entry }
         }
         for (key, changes) in rebuilt {
             var entries: [String: Entry] = [:]
-            if let season = self.seasons[key] {
-                for index in season.games.indices {
-                    entries[season.games[index].id] = Entry(game: updated.game(key, season, index), ids: season.ids[index])
-                }
+            if let part = self.parts[key] {
+                for index in part.games.indices { entries[part.games[index].id] = Entry(game: updated.game(key, part, index), ids: part.ids[index]) }
             }
             for (id, entry) in changes { entries[id] = entry }
-            updated.seasons[key] = Season(entries: entries.values)
+            updated.parts[key] = Part(entries: entries.values)
             updated.replaced[key] = nil
         }
         return updated
@@ -150,21 +151,21 @@ public struct GameIndex: Sendable {
     }
 
     /// The live game with this canonical id.
-    public func game(_ id: String) -> Game? { self.place(of: id).map { self.game($0.key, $0.season, $0.index) } }
+    public func game(_ id: String) -> Game? { self.place(of: id).map { self.game($0.key, $0.part, $0.index) } }
 
     /// True when the game is known by another id of `provider` than `id`: a doubleheader's other game.
     public func isClaimed(_ gameID: String, by provider: String, otherThan id: String) -> Bool {
-        (self.place(of: gameID).map { $0.season.ids[$0.index] } ?? []).contains { $0.hasPrefix(provider + ":") && $0 != provider + ":" + id }
+        (self.place(of: gameID).map { $0.part.ids[$0.index] } ?? []).contains { $0.hasPrefix(provider + ":") && $0 != provider + ":" + id }
     }
 
     /// The live game of `league` a provider knows as `id` (`provider:id` once a feed has matched it, or the
     /// dataset's own source id).
     public func game(league: String, provider: String, id: String) -> Game? {
-        for (key, season) in self.seasons where season.league == league {
-            if let index = season.byFeedKey[provider + ":" + id] { return self.game(key, season, index) }
+        for (key, part) in self.parts where part.league == league {
+            if let index = part.byFeedKey[provider + ":" + id] { return self.game(key, part, index) }
         }
-        for (key, season) in self.seasons where season.league == league {
-            if let index = season.byFeedKey[id] { return self.game(key, season, index) }
+        for (key, part) in self.parts where part.league == league {
+            if let index = part.byFeedKey[id] { return self.game(key, part, index) }
         }
         return nil
     }
@@ -172,17 +173,18 @@ public struct GameIndex: Sendable {
     /// Games whose local day is in `days`, by start time.
     public func games(on days: ClosedRange<CivilDate>, _ filter: Filter = Filter()) -> [Game] {
         var found: [Game] = []
-        for (key, season) in self.seasons where season.span.overlaps(days) && (filter.leagues?.contains(season.league) ?? true) {
+        for (key, part) in self.parts
+        where part.span.overlaps(days) && (filter.leagues?.contains(part.league) ?? true) && (filter.season.map { $0 == part.season } ?? true) {
             // Walk the shortest list that must contain every answer: a team's or a venue's games, or the days.
-            let lists = [filter.team.map { season.byTeam[$0] ?? [] }, filter.venue.map { season.byVenue[$0] ?? [] }].compactMap { $0 }
+            let lists = [filter.team.map { part.byTeam[$0] ?? [] }, filter.venue.map { part.byVenue[$0] ?? [] }].compactMap { $0 }
             if let shortest = lists.min(by: { $0.count < $1.count }) {
-                found += shortest.lazy.map { self.game(key, season, $0) }.filter { days.contains($0.localDate) && filter.matches($0) }
+                found += shortest.lazy.map { self.game(key, part, $0) }.filter { days.contains($0.localDate) && filter.matches($0) }
                 continue
             }
-            var day = max(days.lowerBound, season.span.lowerBound)
-            while day <= min(days.upperBound, season.span.upperBound) {
-                for index in season.byDate[day] ?? [] {
-                    let game = self.game(key, season, index)
+            var day = max(days.lowerBound, part.span.lowerBound)
+            while day <= min(days.upperBound, part.span.upperBound) {
+                for index in part.byDate[day] ?? [] {
+                    let game = self.game(key, part, index)
                     if filter.matches(game) { found.append(game) }
                 }
                 day = day.adding(days: 1)
@@ -200,9 +202,14 @@ public struct GameIndex: Sendable {
 
     /// The seasons of `league` the index has games of, with their first and last local day.
     public func seasons(of league: String) -> [(season: Int, span: ClosedRange<CivilDate>)] {
-        self.seasons.values.filter { $0.league == league }.map { ($0.games[0].season, $0.span) }.sorted { $0.season < $1.season }
+        var spans: [Int: ClosedRange<CivilDate>] = [:]
+        for part in self.parts.values where part.league == league {
+            let span = spans[part.season]
+            spans[part.season] = min(span?.lowerBound ?? part.span.lowerBound, part.span.lowerBound)...max(span?.upperBound ?? part.span.upperBound, part.span.upperBound)
+        }
+        return spans.map { (season: $0.key, span: $0.value) }.sorted { $0.season < $1.season }
     }
 
     /// The first and last local day of a league's season, when the index has games of it.
-    public func span(league: String, season: Int) -> ClosedRange<CivilDate>? { self.seasons[Entry.season(league, season)]?.span }
+    public func span(league: String, season: Int) -> ClosedRange<CivilDate>? { self.seasons(of: league).first { $0.season == season }?.span }
 }

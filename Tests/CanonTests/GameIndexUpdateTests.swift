@@ -72,7 +72,10 @@ import Testing
                 var record = current[id] ?? game(id, league: league, season: season, day: 5, hour: 1, home: teams[0])
                 switch Int.random(in: 0..<5, using: &generator) {
                 case 0: record.fields["status"] = .string("live")
-                case 1: record.fields["startTime"] = FieldValue(type: .timestamp, value: .int(GameTime.milliseconds("2026-12-\(10 + step % 9)T01:00:00Z")!))
+                case 1:  // to another day, in the same month or the next
+                    let day = step % 2 == 0 ? "2026-12-\(10 + step % 9)" : "2027-01-0\(1 + step % 9)"
+                    record.fields["startTime"] = FieldValue(type: .timestamp, value: .int(GameTime.milliseconds(day + "T01:00:00Z")!))
+                    record.fields["localDate"] = .string(day)
                 case 2: record.fields["feedIds"] = FieldValue(type: .stringList, value: .array([.string("espn:\(step)")]))
                 case 3: record.deleted = true
                 default: record.deleted = false
@@ -83,7 +86,7 @@ import Testing
             index = index.updating(with: batch)
         }
         let rebuilt = GameIndex(records: Array(current.values))
-        let december = CivilDate("2026-12-01")!...CivilDate("2026-12-31")!
+        let december = CivilDate("2026-12-01")!...CivilDate("2027-01-31")!
         #expect(index.games == rebuilt.games)
         for team in teams { #expect(index.games(on: december, .init(team: team)) == rebuilt.games(on: december, .init(team: team))) }
         for (league, season) in leagues {
