@@ -174,6 +174,7 @@ let package = Package(
                 "CloudCore",
                 "CloudHTTP",
                 "CloudPostgres",
+                "SportsDomain",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -37,7 +37,7 @@ UNSUPPORTED = ["records/resolve", "records/accept", "users/discover", "users/loo
 # Extension endpoints.
 EXTENSIONS = [
     ("post", "canonical/resolve"), ("post", "canonical/nearby"),
-    ("post", "canonical/games"), ("post", "canonical/gameDates"), ("post", "canonical/match"),
+    ("post", "canonical/games"), ("post", "canonical/gameDates"), ("post", "canonical/match"), ("post", "canonical/standings"),
     ("post", "changes/wait"), ("post", "users/delete"), ("post", "users/export"),
 ]
 

@@ -2,8 +2,9 @@ import CloudCore
 import SportsDomain
 import Logging
 
-/// `canonical/games`, `canonical/gameDates` and `canonical/match`: games by local day, the days that have games,
-/// and photo-to-game matching (docs/CANONICAL.md, "Games").
+/// `canonical/games`, `canonical/gameDates`, `canonical/match` and `canonical/standings`: games by local day with
+/// their teams' cards, the days that have games, photo-to-game matching, and a league's standings on a day
+/// (docs/CANONICAL.md, "Games").
 extension CanonicalEndpoints {
     /// The longest range one request may ask for: a season, with room for its playoffs.
     static let maxRangeDays = 366
@@ -28,7 +29,8 @@ extension CanonicalEndpoints {
         case "scoreboard"?: games.sort(by: Game.scoreboardOrder)
         case let other?: throw CloudError.badRequest("order must be startTime or scoreboard, not \(other)")
         }
-        return ["games": .array(games.map { Self.named($0, catalog).json })]
+        let cards = catalog.cards(of: games)
+        return ["games": .array(games.map { Self.named($0, catalog, cards: cards[$0.id]).json })]
     }
 
     /// The local days with games for a league, team or venue, in a `month` (`2025-10`), a `season` (`2025`) or a
@@ -46,14 +48,12 @@ extension CanonicalEndpoints {
             }
             days = first...CivilDate(year: first.year, month: first.month, day: CivilDate.daysIn(month: first.month, year: first.year))!
         } else if let season = body["season"] {
-            guard let year = season.int64Value, (1000...9999).contains(year) else {
-                throw CloudError.badRequest("season must be a year such as 2025")
-            }
-            filter.season = Int(year)
+            let year = try Self.season(season)
+            filter.season = year
             // The season's days: the team's league's, or, for a venue several leagues share, all of theirs.
             let teamLeague = filter.team.flatMap { catalog.directory.record($0)?.fields["league"]?.value["recordName"]?.stringValue }
             let leagues = filter.leagues ?? teamLeague.map { [$0] } ?? Set(catalog.sports.keys)
-            let spans = leagues.compactMap { catalog.games.span(league: $0, season: Int(year)) }
+            let spans = leagues.compactMap { catalog.games.span(league: $0, season: year) }
             guard let first = spans.map(\.lowerBound).min(), let last = spans.map(\.upperBound).max() else { return ["dates": []] }
             days = first...last
         } else if body["from"] != nil || body["to"] != nil {
@@ -64,6 +64,28 @@ extension CanonicalEndpoints {
         return [
             "dates": .array(catalog.games.dates(in: days, filter).map { ["date": .string($0.date.description), "games": .int(Int64($0.games))] })
         ]
+    }
+
+    /// A league's standings before a day (`{"league": "nba", "date": "2026-11-28"}`): the season under way that day, or
+    /// the last one over, or an explicit `season`; a season alone gives its final standings.
+    func standings(_ body: JSONValue, _ database: DatabaseRef, _ logger: Logger) async throws -> JSONValue {
+        let catalog = try await self.catalog(for: database, logger: logger)
+        guard let name = body["league"] else {
+            throw CloudError.badRequest("league is required (mlb, nba, nfl, nhl, mls, nwsl, wnba or a league id)")
+        }
+        let league = try Self.league(name, catalog)
+        let day = try body["date"].map { try Self.day($0, "date") }
+        let asked = try body["season"].map(Self.season)
+        guard let season = asked ?? day.flatMap({ catalog.season(of: league, on: $0) }) else {
+            guard let day else { throw CloudError.badRequest("date (YYYY-MM-DD) or season is required") }
+            throw CloudError.badRequest("no \(league) season under way on \(day) or over in the year before it")
+        }
+        guard let span = catalog.games.span(league: league, season: season) else {
+            throw CloudError.badRequest("no games of \(league)'s \(season) season")
+        }
+        // A season alone: after its last day, every final counted.
+        let before = day ?? span.upperBound.adding(days: 1)
+        return catalog.standings(league: league, season: season, before: [before])[before]?.json ?? [:]
     }
 
     /// GPS and capture time (+ optional sport and radius) → the games the photo may show, best first, and what the app
@@ -92,6 +114,7 @@ extension CanonicalEndpoints {
             throw CloudError.badRequest("unknown sport \(sport) (known: \(Set(catalog.sports.values).sorted().joined(separator: ", ")))")
         }
         let found = catalog.match(latitude: latitude, longitude: longitude, time: time, sport: sport, radius: radius)
+        let cards = catalog.cards(of: found.matches.map(\.game))
         func venue(_ nearby: CanonicalDirectory.Nearby) -> MatchAnswer.Venue {
             MatchAnswer.Venue(
                 venue: NamedID(canonicalId: nearby.canonicalId, name: catalog.directory.name(of: nearby.canonicalId, on: time) ?? nearby.name),
@@ -102,15 +125,16 @@ extension CanonicalEndpoints {
             matches: found.matches.map { match in
                 MatchAnswer.Match(
                     confidence: match.confidence.rawValue, day: match.day.rawValue, verdict: match.verdict.rawValue,
-                    minutesFromStart: match.minutesFromStart, venue: venue(match.venue), game: Self.named(match.game, catalog))
+                    minutesFromStart: match.minutesFromStart, venue: venue(match.venue),
+                    game: Self.named(match.game, catalog, cards: cards[match.game.id]))
             },
             venues: found.venues.map(venue)
         ).json
     }
 
-    /// A game with the teams' and venue's names of the game's date.
-    static func named(_ game: Game, _ catalog: CanonicalCatalog) -> NamedGame {
-        NamedGame(game: game) { catalog.directory.name(of: $0, on: game.startTime) ?? $0 }
+    /// A game with the teams' and venue's names of the game's date, and the teams' cards (`CanonicalCatalog.cards`).
+    static func named(_ game: Game, _ catalog: CanonicalCatalog, cards: (home: TeamCard, away: TeamCard)?) -> NamedGame {
+        NamedGame(game: game, cards: cards) { catalog.directory.name(of: $0, on: game.startTime) ?? $0 }
     }
 
     /// `league` or `leagues`, `team` and `venue`, each checked against the catalog.
@@ -123,14 +147,7 @@ extension CanonicalEndpoints {
             leagueNames += list
         }
         if !leagueNames.isEmpty {
-            filter.leagues = Set(
-                try leagueNames.map { value in
-                    guard let text = value.stringValue, let id = catalog.league(text) else {
-                        throw CloudError.badRequest(
-                            "unknown league \(value.stringValue ?? "\(value)") (use mlb, nba, nfl, nhl, mls, nwsl, wnba or a league id)")
-                    }
-                    return id
-                })
+            filter.leagues = Set(try leagueNames.map { try Self.league($0, catalog) })
         }
         for (key, type) in [("team", "Team"), ("venue", "Stadium")] {
             guard let value = body[key] else { continue }
@@ -144,6 +161,14 @@ extension CanonicalEndpoints {
         return filter
     }
 
+    /// The league id `mlb` or `league_mlb` names.
+    static func league(_ value: JSONValue, _ catalog: CanonicalCatalog) throws -> String {
+        guard let text = value.stringValue, let id = catalog.league(text) else {
+            throw CloudError.badRequest("unknown league \(value.stringValue ?? "\(value)") (use mlb, nba, nfl, nhl, mls, nwsl, wnba or a league id)")
+        }
+        return id
+    }
+
     /// `from` and `to` (inclusive local days), at most `maxRangeDays` apart.
     static func range(_ body: JSONValue) throws -> ClosedRange<CivilDate> {
         let from = try Self.day(body["from"], "from")
@@ -153,6 +178,12 @@ extension CanonicalEndpoints {
             throw CloudError.badRequest("a range may cover at most \(Self.maxRangeDays) days (one season); ask season by season")
         }
         return from...to
+    }
+
+    /// A season by its first year (`2025` is NBA 2025-26).
+    static func season(_ value: JSONValue) throws -> Int {
+        guard let year = value.int64Value, (1000...9999).contains(year) else { throw CloudError.badRequest("season must be a year such as 2025") }
+        return Int(year)
     }
 
     static func day(_ value: JSONValue?, _ name: String) throws -> CivilDate {

@@ -6,8 +6,8 @@ import Logging
 import SportsDomain
 import Synchronization
 
-/// The documented extensions `canonical/resolve`, `canonical/nearby`, `canonical/games`, `canonical/gameDates`
-/// and `canonical/match` on the public database (docs/CANONICAL.md). They answer from a `CanonicalCatalog`, made
+/// The documented extensions `canonical/resolve`, `canonical/nearby`, `canonical/games`, `canonical/gameDates`,
+/// `canonical/match` and `canonical/standings` on the public database (docs/CANONICAL.md). They answer from a `CanonicalCatalog`, made
 /// again once (however many requests wait for it) when a listed zone of the database changes: updated in memory
 /// when only games changed, rebuilt otherwise; a trip poll's zone is unlisted, so votes do not touch it.
 public final class CanonicalEndpoints: Sendable {
@@ -38,6 +38,7 @@ public final class CanonicalEndpoints: Sendable {
             ExtensionEndpoint(path: "canonical/games") { body, database, logger in try await self.games(body, database, logger) },
             ExtensionEndpoint(path: "canonical/gameDates") { body, database, logger in try await self.gameDates(body, database, logger) },
             ExtensionEndpoint(path: "canonical/match") { body, database, logger in try await self.match(body, database, logger) },
+            ExtensionEndpoint(path: "canonical/standings") { body, database, logger in try await self.standings(body, database, logger) },
         ]
     }
 

@@ -99,6 +99,29 @@ extension StadiumCloudClient {
         return PhotoMatches(verdict: answer.verdict, games: games)
     }
 
+    /// A local day's games as the server's `canonical/games` answers them, by start time (also of seasons this device
+    /// does not keep): each team with its scoreboard card (`NamedGame.homeCard`: abbreviation, logo asset name,
+    /// record coming into the game, division and conference ranks) and the broadcasts a score feed listed.
+    public func scoreboard(on localDate: String, leagues: [String]? = nil) async throws -> [NamedGame] {
+        var body: [String: JSONValue] = ["date": .string(localDate)]
+        if let leagues { body["leagues"] = .array(leagues.map(JSONValue.string)) }
+        let answer = try await self.engine.service.call(.public, "canonical/games", .object(body))
+        return (answer["games"]?.arrayValue ?? []).compactMap { NamedGame(json: $0) }
+    }
+
+    /// A league's standings before a local day (`canonical/standings`): the season under way then, or the last one
+    /// over; with `season` alone, that season's final standings. Conferences and divisions come by canonical id: their
+    /// names are in `conferences(inLeague:)` and `divisions(inLeague:)`.
+    public func standings(league: String, on localDate: String? = nil, season: Int? = nil) async throws -> Standings {
+        var body: [String: JSONValue] = ["league": .string(league)]
+        if let localDate { body["date"] = .string(localDate) }
+        if let season { body["season"] = .int(Int64(season)) }
+        guard let standings = Standings(json: try await self.engine.service.call(.public, "canonical/standings", .object(body))) else {
+            throw SyncError(code: SyncError.networkErrorCode, reason: "the standings answer could not be read", status: 0)
+        }
+        return standings
+    }
+
     static func game(from record: LocalRecord) -> Game? { Game(recordName: record.recordName, fields: record.fields) }
 }
 

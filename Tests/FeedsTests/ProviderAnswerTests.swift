@@ -39,6 +39,7 @@ import Testing
         #expect(london.clock == nil && london.detail == "Final")
         let scheduled = try #require(games.first { $0.id == "401872979" })
         #expect(scheduled.status == .scheduled && scheduled.home.score == nil && scheduled.period == nil)
+        #expect(live.broadcasts == ["NBC"] && scheduled.broadcasts == ["ESPN"])
     }
 
     @Test func espnReadsAPostponementAnInningAndLeavesPreseasonOut() throws {
@@ -51,6 +52,8 @@ import Testing
         let nhl = try ESPNScoreboard().parse(try Self.answer(Self.espn + "nhl.json"), league: "league_nhl").games
         #expect(nhl.first { $0.status == .live }?.clock == "6:35")
         #expect(nhl.first?.season == 2026)  // ESPN's 2027 is the 2026-27 season
+        // National first, then the teams' markets, each name once.
+        #expect(nhl.first { $0.id == "401891778" }?.broadcasts == ["ESPN+", "Scripps Sports", "KCOP", "Prime Video (Local)"])
         // The NBA answer holds one preseason game: not a canonical game.
         #expect(try ESPNScoreboard().parse(try Self.answer(Self.espn + "nba.json"), league: "league_nba").games.isEmpty)
         let mls = try ESPNScoreboard().parse(try Self.answer(Self.espn + "soccer-mls-scheduled.json"), league: "league_mls").games
@@ -88,6 +91,7 @@ import Testing
         ).games
         #expect(week.count == 54 && week.allSatisfy { $0.status == .scheduled && $0.home.score == nil })
         #expect(week.first?.home.names.contains("Chicago") == true && week.first?.venue == "United Center")
+        #expect(week.first?.broadcasts == ["TVAS", "SN", "NBCSCH", "NHLN"])
     }
 
     @Test func nbaLiveScoreboardReadsTheClockAndTheFinal() throws {

@@ -1,6 +1,7 @@
 import Canon
 import CloudCore
 import Foundation
+import SportsDomain
 
 /// What a feed's write costs the next reader of the canonical catalog (bench/README.md, "Feeds"): the catalog of the
 /// whole dataset, updated in memory with one changed game of each kind, as the first request after a feed's write
@@ -47,6 +48,20 @@ struct CatalogBenchmark {
                 return added
             }),
         ]
+        // The scoreboard's cards: every game of a busy day (MLB, NBA, NHL and MLS in season) with its teams' records
+        // and standings, counted from the seasons' finals as `canonical/games` does for each answer.
+        let busy = CivilDate(year: 2025, month: 4, day: 12)!
+        let day = catalog.games.games(on: busy...busy)
+        var cardTimes: [Duration] = []
+        for _ in 0..<self.rounds {
+            started = ContinuousClock.now
+            precondition(catalog.cards(of: day).count == day.count)
+            cardTimes.append(ContinuousClock.now - started)
+        }
+        cardTimes.sort()
+        print("cards of \(busy)'s \(day.count) games: p50 \(Self.milliseconds(cardTimes[cardTimes.count / 2])) ms, p99 "
+            + "\(Self.milliseconds(cardTimes[min(cardTimes.count - 1, cardTimes.count * 99 / 100)])) ms")
+
         for (name, change) in kinds {
             var times: [Duration] = []
             for round in 0..<self.rounds {

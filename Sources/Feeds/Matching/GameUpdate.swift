@@ -69,6 +69,8 @@ enum GameUpdate {
         set("period", reported.period.map(FieldValue.int))
         set("clock", reported.clock.map(FieldValue.string))
         set("statusDetail", reported.detail.map(FieldValue.string))
+        // Kept from the provider that last named any: most providers list none (MLB's, the NBA's).
+        if let broadcasts = reported.broadcasts { set("broadcasts", FieldValue(type: .stringList, value: .array(broadcasts.map(JSONValue.string)))) }
         // A postponed game keeps its day until the provider names the make-up's.
         if reported.status != .postponed {
             set("startTime", FieldValue(type: .timestamp, value: .int(reported.startTime)))

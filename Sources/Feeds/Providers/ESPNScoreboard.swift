@@ -64,9 +64,17 @@ public struct ESPNScoreboard: ScoreProvider {
                     period: status == .scheduled || period == 0 ? nil : period,
                     clock: live ? eventStatus?["displayClock"]?.stringValue : nil,
                     detail: status == .scheduled ? nil : statusType["shortDetail"]?.stringValue, home: side(home), away: side(away),
-                    venue: competition["venue"]?["fullName"]?.stringValue))
+                    venue: competition["venue"]?["fullName"]?.stringValue, broadcasts: Self.broadcasts(competition)))
         }
         return (games, skipped)
+    }
+
+    /// `broadcasts[].names` (national, then the teams' markets), else `geoBroadcasts[].media.shortName` less radio.
+    static func broadcasts(_ competition: JSONValue) -> [String] {
+        let names = (competition["broadcasts"]?.arrayValue ?? []).flatMap { $0["names"]?.arrayValue?.compactMap(\.stringValue) ?? [] }
+        guard names.isEmpty else { return names }
+        return (competition["geoBroadcasts"]?.arrayValue ?? []).filter { $0["type"]?["shortName"]?.stringValue?.lowercased() != "radio" }
+            .compactMap { $0["media"]?["shortName"]?.stringValue }
     }
 
     /// The season's start year: ESPN names a season that straddles two years (NBA, NHL) by its end year.

@@ -53,15 +53,21 @@ public struct ProviderGame: Sendable, Equatable {
     public var venue: String?
     /// 1 or 2 in a doubleheader.
     public var gameNumber: Int?
+    /// The networks and services showing it, in the provider's order; nil when the provider lists none.
+    public var broadcasts: [String]?
 
     public init(
         provider: String, league: String, id: String, season: Int? = nil, gameType: String? = nil, startTime: Int64, timeTBD: Bool = false,
         status: Game.Status, period: Int? = nil, clock: String? = nil, detail: String? = nil, home: Side, away: Side, venue: String? = nil,
-        gameNumber: Int? = nil
+        gameNumber: Int? = nil, broadcasts: [String]? = nil
     ) {
         (self.provider, self.league, self.id, self.season, self.gameType) = (provider, league, id, season, gameType)
         (self.startTime, self.timeTBD, self.status, self.period, self.clock, self.detail) = (startTime, timeTBD, status, period, clock, detail)
         (self.home, self.away, self.venue, self.gameNumber) = (home, away, venue, gameNumber)
+        // Once each, and none is no list: a provider that names none leaves the stored list as it is.
+        var seen = Set<String>()
+        let listed = (broadcasts ?? []).filter { !$0.isEmpty && seen.insert($0).inserted }
+        self.broadcasts = listed.isEmpty ? nil : listed
     }
 }
 

@@ -28,6 +28,8 @@ public struct CanonicalDirectory: Sendable {
     struct Entity {
         var record: Record
         var names: [(name: String, from: Int64?, until: Int64?)] = []
+        /// A team's abbreviations of the past and present, dated by their aliases.
+        var abbreviations: [(abbreviation: String, from: Int64?, until: Int64?)] = []
     }
 
     private var entities: [String: Entity] = [:]
@@ -48,6 +50,9 @@ public struct CanonicalDirectory: Sendable {
             else { continue }
             let (from, until) = (record.fields["validFrom"]?.value.int64Value, record.fields["validUntil"]?.value.int64Value)
             self.entities[owner]!.names.append((name, from, until))
+            if let abbreviation = record.fields["abbreviation"]?.value.stringValue {
+                self.entities[owner]!.abbreviations.append((abbreviation, from, until))
+            }
             // A team also answers to its city and abbreviation of the time ("Oakland", "OAK"), dated like its name;
             // they find it, but never become its display name.
             for field in ["city", "abbreviation"] {
@@ -101,6 +106,15 @@ public struct CanonicalDirectory: Sendable {
         guard let entity = self.entities[id] else { return nil }
         if let date, let named = entity.names.last(where: { ($0.from ?? .min) <= date && date < ($0.until ?? .max) }) { return named.name }
         return entity.record.fields["name"]?.value.stringValue
+    }
+
+    /// A team's abbreviation on `date` (ms): its alias's of that date ("OAK" in 2019), else its current one.
+    public func abbreviation(of team: String, on date: Int64? = nil) -> String? {
+        guard let entity = self.entities[team] else { return nil }
+        if let date, let dated = entity.abbreviations.last(where: { ($0.from ?? .min) <= date && date < ($0.until ?? .max) }) {
+            return dated.abbreviation
+        }
+        return entity.record.fields["abbreviation"]?.value.stringValue
     }
 
     /// The live `Stadium` or `Team` record with this canonical id.

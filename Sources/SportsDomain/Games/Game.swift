@@ -21,6 +21,8 @@ public struct Game: Sendable, Equatable {
     public var period: Int?
     public var clock, statusDetail: String?
     public var updatedAt: Int64?
+    /// Where to watch or hear it (`ESPN`, `TNT`, `SN`), as a score feed lists them; nil when no provider gave any.
+    public var broadcasts: [String]?
 
     public init(
         id: String, league: String, season: Int, seasonLabel: String, gameType: String, status: String, startTime: Int64, timeTBD: Bool,
@@ -52,7 +54,7 @@ public struct Game: Sendable, Equatable {
     /// a dataset import that carries older values leaves them as the feed wrote them.
     public static let feedFields: Set<String> = [
         "status", "homeScore", "awayScore", "period", "clock", "statusDetail", "liveUpdatedAt", "liveSource", "startTime", "localDate", "timeTBD",
-        "feedIds",
+        "feedIds", "broadcasts",
     ]
     /// The field of a `Game` record listing the fields an operator corrected by hand: no feed or import changes them.
     public static let pinnedFieldsField = "pinnedFields"
@@ -80,6 +82,7 @@ public struct Game: Sendable, Equatable {
             homeScore: int("homeScore"), awayScore: int("awayScore"))
         (self.period, self.clock, self.statusDetail) = (int("period"), string("clock"), string("statusDetail"))
         self.updatedAt = fields["liveUpdatedAt"]?.value.int64Value
+        self.broadcasts = fields["broadcasts"]?.value.arrayValue?.compactMap(\.stringValue)
     }
 
     /// By start time, then id: the order every list of games is in.

@@ -14,18 +14,76 @@ public struct NamedID: Sendable, Equatable {
     }
 }
 
+/// What a scoreboard card shows of a team beside its name: its abbreviation of the game's date, the name of its
+/// logo in the app's bundle, its regular-season record coming into the game and its ranks (docs/CANONICAL.md,
+/// "Records and standings").
+public struct TeamCard: Sendable, Equatable {
+    /// Ranks on the day (1 is first; level teams share one): in the team's division and conference when it has them.
+    public struct Standing: Sendable, Equatable {
+        public var division, conference: Int?
+        public var league: Int
+
+        public init(division: Int?, conference: Int?, league: Int) { (self.division, self.conference, self.league) = (division, conference, league) }
+    }
+
+    public var abbreviation: String?
+    public var logo: String
+    /// `8-2`, in the league's format (`RecordFormat`).
+    public var record: String?
+    public var standing: Standing?
+
+    public init(abbreviation: String?, logo: String, record: String?, standing: Standing?) {
+        (self.abbreviation, self.logo, self.record, self.standing) = (abbreviation, logo, record, standing)
+    }
+
+    /// The image asset a team's logo is in the app's bundle: `logo_` and its canonical id (`logo_team_nba_celtics`).
+    /// The server ships no images; a franchise keeps its asset name through renames, as it keeps its id.
+    public static func logo(of team: String) -> String { "logo_" + team }
+
+    /// The card's keys, written into the team's object beside `canonicalId` and `name`.
+    var fields: [String: JSONValue] {
+        var json: [String: JSONValue] = ["logo": .string(self.logo)]
+        if let abbreviation = self.abbreviation { json["abbreviation"] = .string(abbreviation) }
+        if let record = self.record { json["record"] = .string(record) }
+        if let standing = self.standing {
+            var ranks: [String: JSONValue] = ["league": .int(Int64(standing.league))]
+            if let division = standing.division { ranks["division"] = .int(Int64(division)) }
+            if let conference = standing.conference { ranks["conference"] = .int(Int64(conference)) }
+            json["standing"] = .object(ranks)
+        }
+        return json
+    }
+
+    /// The card in a team's object; nil when it has none (an answer of a server before cards).
+    public init?(json: JSONValue?) {
+        guard let json, let logo = json["logo"]?.stringValue else { return nil }
+        let standing = json["standing"].flatMap { ranks in
+            ranks["league"]?.int64Value.map { league in
+                Standing(
+                    division: ranks["division"]?.int64Value.map { Int($0) }, conference: ranks["conference"]?.int64Value.map { Int($0) },
+                    league: Int(league))
+            }
+        }
+        self.init(abbreviation: json["abbreviation"]?.stringValue, logo: logo, record: json["record"]?.stringValue, standing: standing)
+    }
+}
+
 /// A game as `canonical/games` and `canonical/match` answer it: the game with its teams' and venue's names of the
-/// game's date. The server writes it and devices read it here, so the two cannot disagree on a key.
+/// game's date, and the teams' cards. The server writes it and devices read it here, so the two cannot disagree on a
+/// key.
 public struct NamedGame: Sendable, Equatable {
     public var game: Game
     public var homeTeam, awayTeam, venue: NamedID
+    /// The teams' cards, in the team objects of the answer.
+    public var homeCard, awayCard: TeamCard?
 
-    public init(game: Game, name: (String) -> String) {
+    public init(game: Game, cards: (home: TeamCard, away: TeamCard)? = nil, name: (String) -> String) {
         self.game = game
         (self.homeTeam, self.awayTeam, self.venue) = (
             NamedID(canonicalId: game.homeTeam, name: name(game.homeTeam)), NamedID(canonicalId: game.awayTeam, name: name(game.awayTeam)),
             NamedID(canonicalId: game.stadium, name: name(game.stadium))
         )
+        (self.homeCard, self.awayCard) = (cards?.home, cards?.away)
     }
 
     public var json: JSONValue {
@@ -34,7 +92,8 @@ public struct NamedGame: Sendable, Equatable {
             "canonicalId": .string(game.id), "league": .string(game.league), "season": .int(Int64(game.season)),
             "seasonLabel": .string(game.seasonLabel), "gameType": .string(game.gameType), "status": .string(game.status),
             "startTime": .int(game.startTime), "timeTBD": .bool(game.timeTBD), "localDate": .string(game.localDate.description),
-            "neutralSite": .bool(game.neutralSite), "homeTeam": self.homeTeam.json, "awayTeam": self.awayTeam.json, "venue": self.venue.json,
+            "neutralSite": .bool(game.neutralSite), "homeTeam": Self.team(self.homeTeam, self.homeCard),
+            "awayTeam": Self.team(self.awayTeam, self.awayCard), "venue": self.venue.json,
         ]
         if let home = game.homeScore, let away = game.awayScore {
             json["homeScore"] = .int(Int64(home))
@@ -44,7 +103,14 @@ public struct NamedGame: Sendable, Equatable {
         if let clock = game.clock { json["clock"] = .string(clock) }
         if let detail = game.statusDetail { json["statusDetail"] = .string(detail) }
         if let updated = game.updatedAt { json["updatedAt"] = .int(updated) }
+        if let broadcasts = game.broadcasts { json["broadcasts"] = .array(broadcasts.map(JSONValue.string)) }
         return .object(json)
+    }
+
+    /// A team's object: its id and name of the date, and its card's keys.
+    static func team(_ team: NamedID, _ card: TeamCard?) -> JSONValue {
+        guard case .object(let named) = team.json, let card else { return team.json }
+        return .object(named.merging(card.fields) { named, _ in named })
     }
 
     public init?(json: JSONValue?) {
@@ -61,7 +127,9 @@ public struct NamedGame: Sendable, Equatable {
             homeScore: json["homeScore"]?.int64Value.map { Int($0) }, awayScore: json["awayScore"]?.int64Value.map { Int($0) })
         (self.game.period, self.game.clock) = (json["period"]?.int64Value.map { Int($0) }, json["clock"]?.stringValue)
         (self.game.statusDetail, self.game.updatedAt) = (json["statusDetail"]?.stringValue, json["updatedAt"]?.int64Value)
+        self.game.broadcasts = json["broadcasts"]?.arrayValue?.compactMap(\.stringValue)
         (self.homeTeam, self.awayTeam, self.venue) = (home, away, venue)
+        (self.homeCard, self.awayCard) = (TeamCard(json: json["homeTeam"]), TeamCard(json: json["awayTeam"]))
     }
 }
 

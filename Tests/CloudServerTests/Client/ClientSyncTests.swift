@@ -356,6 +356,30 @@ import Testing
         }
     }
 
+    /// The SDK reads the scoreboard's cards and a league's standings as the server writes them (`NamedGame`,
+    /// `Standings` in SportsDomain), for seasons the device does not follow.
+    @Test func theSDKReadsTheScoreboardCardsAndTheStandings() async throws {
+        try await Self.run { server, folder in
+            var dataset = try CanonicalFixtures.dataset.get()
+            dataset.games = try ScoreboardCardTests.dataset.get().games
+            _ = try await server.importer.run(dataset, container: "iCloud.com.sportstime.test", environment: "development", dryRun: false)
+            let phone = try await Self.device(server, folder, "phone")
+            let games = try await phone.scoreboard(on: "2025-06-15", leagues: ["mlb"])
+            #expect(games.count == 15)
+            let game = try #require(games.first { $0.homeTeam.canonicalId == "team_mlb_cubs" || $0.awayTeam.canonicalId == "team_mlb_cubs" })
+            let card = try #require(game.homeTeam.canonicalId == "team_mlb_cubs" ? game.homeCard : game.awayCard)
+            #expect(card.abbreviation == "CHC" && card.logo == TeamCard.logo(of: "team_mlb_cubs") && card.record != nil)
+            #expect(games.allSatisfy { $0.homeCard?.standing?.conference != nil && $0.awayCard?.standing?.division != nil })
+
+            let standings = try await phone.standings(league: "mlb", on: "2025-06-15")
+            #expect(standings.season == 2025 && standings.format == .winsLosses && standings.teams.count == 30)
+            #expect(standings.card(of: "team_mlb_cubs") == card)
+            let final = try await phone.standings(league: "nwsl", season: 2024)
+            #expect(final.teams.first?.record == SeasonRecord(format: .winsDrawsLosses, wins: 18, losses: 2, draws: 6))
+            await #expect(throws: SyncError.self) { try await phone.standings(league: "xfl", on: "2025-06-15") }
+        }
+    }
+
     @Test func aRenamedVenueShowsItsNewNameWhileTheNicknameStays() async throws {
         try await Self.run { server, folder in
             let importer = server.importer

@@ -16,6 +16,7 @@ import Testing
         "post changes/database", "post zones/changes", "get zones/list", "post zones/lookup", "post zones/modify",
         "post assets/upload", "post assets/rereference", "get users/current", "get users/caller",
         "post canonical/resolve", "post canonical/nearby", "post canonical/games", "post canonical/gameDates", "post canonical/match",
+        "post canonical/standings",
         "post /assets/upload/{upload}", "head /assets/upload/{upload}", "get /assets/download/{owner}/{checksum}/{file}",
         "head /assets/download/{owner}/{checksum}/{file}",
         "get /signin", "post /signin", "post /signout", "get /health", "get /ready", "get /metrics", "get /openapi.yaml",
@@ -348,7 +349,8 @@ import Testing
     /// The extensions answer in the same envelope: bad input is a documented error, never a 500.
     @Test func canonicalExtensionsAnswerInTheCloudKitEnvelope() async throws {
         try await TestServer.run { server in
-            for path in ["canonical/resolve", "canonical/nearby", "canonical/games", "canonical/gameDates", "canonical/match"] {
+            let paths = ["canonical/resolve", "canonical/nearby", "canonical/games", "canonical/gameDates", "canonical/match", "canonical/standings"]
+            for path in paths {
                 WireShape.expectError(try await server.call(path, ["unexpected": 1], database: "public"), "BAD_REQUEST")
                 WireShape.expectError(try await server.call(path, [:], database: "private", as: server.alice), "BAD_REQUEST")
             }
