@@ -14,9 +14,22 @@ extension CanonicalCatalog {
     }
 
     /// The standings of a league-season before each of `days` (the finals of earlier days counted), from one pass
-    /// over the season's games. The teams are those with a game in the season; each is grouped by its current
-    /// division and conference, named as on that day. Empty when the index has no game of the season.
+    /// over the season's games for the days not counted yet. The teams are those with a game in the season; each is
+    /// grouped by its current division and conference, named as on that day. Empty when the index has no game of the
+    /// season.
     public func standings(league: String, season: Int, before days: Set<CivilDate>) -> [CivilDate: Standings] {
+        func key(_ day: CivilDate) -> String { league + "|" + String(season) + "|" + day.description }
+        var standings: [CivilDate: Standings] = [:]
+        for day in days { standings[day] = self.countedStandings[key(day)] }
+        let missing = days.filter { standings[$0] == nil }
+        for (day, counted) in self.countStandings(league: league, season: season, before: missing) {
+            self.countedStandings[key(day)] = counted
+            standings[day] = counted
+        }
+        return standings
+    }
+
+    private func countStandings(league: String, season: Int, before days: Set<CivilDate>) -> [CivilDate: Standings] {
         guard let span = self.games.span(league: league, season: season), let last = days.max() else { return [:] }
         let format = RecordFormat(sport: self.sports[league])
         let all = self.games.games(on: span, GameIndex.Filter(leagues: [league], season: season))

@@ -1,6 +1,7 @@
 import CloudCore
-import SportsDomain
 import Foundation
+import SportsDomain
+import Synchronization
 
 /// Everything the canonical extensions answer from, built from one snapshot of the public database: names and
 /// places (`CanonicalDirectory`), games (`GameIndex`), leagues and the venues' time zones.
@@ -20,6 +21,9 @@ public struct CanonicalCatalog: Sendable {
     /// Each league's teams by their current name's last word(s) and code, normalized (`bruins`, `bos`): how score
     /// providers that give only a nickname or a code name a team.
     private let teamsByShortName: [String: [String: Set<String>]]
+    /// Standings already counted from these games, by league, season and day: a scoreboard asked again before the
+    /// games change costs look-ups. Every new catalog (any change of the games) starts with none.
+    private(set) var countedStandings = CountedStandings()
 
     /// The record types the catalog is built from.
     public static let recordTypes = ["League", "Stadium", "Team", "StadiumAlias", "TeamAlias", "TeamVenue", "Game", "AchievementDefinition"]
@@ -76,6 +80,7 @@ public struct CanonicalCatalog: Sendable {
         guard changed.allSatisfy({ $0.recordType == "Game" }) else { return nil }
         var catalog = self
         catalog.games = self.games.updating(with: changed)
+        catalog.countedStandings = CountedStandings()
         return catalog
     }
 
@@ -159,5 +164,15 @@ extension CanonicalCatalog {
         }
         matches.sort { order($0) < order($1) }
         return (matches, venues, PhotoMatchRules.verdict(of: matches.map { ($0.verdict, $0.day) }))
+    }
+}
+
+/// A catalog's memo of the standings it counted (`CanonicalCatalog.standings`), shared by the copies of one catalog.
+final class CountedStandings: Sendable {
+    private let byKey = Mutex<[String: Standings]>([:])
+
+    subscript(key: String) -> Standings? {
+        get { self.byKey.withLock { $0[key] } }
+        set { self.byKey.withLock { $0[key] = newValue } }
     }
 }
