@@ -26,10 +26,12 @@ enum GameUpdate {
 
     /// - Parameters:
     ///   - localDate: the report's day at the game's venue.
+    ///   - movesDays: the report may move the game to another day although its provider is not official (its league
+    ///     has no official source, and the provider's earlier answer said the same).
     ///   - trustOf: the trust of the provider that last wrote the game (`liveSource`).
     static func apply(
         _ reported: ProviderGame, trust: ProviderTrust, to stored: Record, localDate: CivilDate, sport: String?, now: Int64,
-        trustOf: (String) -> ProviderTrust?
+        movesDays: Bool = false, trustOf: (String) -> ProviderTrust?
     ) -> Outcome {
         var fields = stored.fields
         let storedStatus = fields["status"]?.value.stringValue.flatMap(Game.Status.init(rawValue:)) ?? .scheduled
@@ -52,8 +54,10 @@ enum GameUpdate {
             return .unchanged
         }
         let storedDay = fields["localDate"]?.value.stringValue.flatMap { CivilDate($0) }
-        if let storedDay, storedDay != localDate, trust != .official {
-            return .refused("moves the game from \(storedDay) to \(localDate) without being an official source")
+        if let storedDay, storedDay != localDate, trust != .official, !movesDays {
+            return .refused(
+                "moves the game from \(storedDay) to \(localDate): a move by days needs an official source, or where a league has none the "
+                    + "provider's next answer")
         }
 
         func set(_ name: String, _ value: FieldValue?) { fields[name] = value }

@@ -42,6 +42,10 @@ public struct FeedConfiguration: Sendable {
             .sorted { ($0.element.trust, $0.offset) < ($1.element.trust, $1.offset) }.map(\.element)
     }
 
+    /// True when an official provider reports `league`; where none does, a provider's next answer confirms what only
+    /// an official source may do (docs/FEEDS.md, "Trust by league").
+    func hasOfficialSource(_ league: String) -> Bool { self.providers(for: league).contains { $0.trust == .official } }
+
     /// Every league some provider reports.
     var leagues: [String] { Array(Set(self.providers.flatMap(\.leagues))).sorted() }
 }

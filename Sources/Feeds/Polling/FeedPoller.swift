@@ -27,6 +27,20 @@ public final class FeedPoller: Service, Sendable {
     let health: [String: ProviderHealth]
     /// When each kind of poll of each league is due next (ms), by league.
     private let due = Mutex<[String: [String: Int64]]>([:])
+    /// How many answers have been read: each answer's number, so a report is confirmed only by a later one.
+    private let answers = Mutex(0)
+    /// Reports that their league's trust policy applies only once a later answer of the same provider repeats them
+    /// (docs/FEEDS.md, "Trust by league"): a game moved by days, or one the dataset lacks, in a league that has no
+    /// official source. By `league|provider|id`.
+    private let unconfirmed = Mutex<[String: Unconfirmed]>([:])
+
+    struct Unconfirmed {
+        var startTime: Int64
+        var teams: (home: String, away: String)?
+        /// The answer that first reported it, and when (ms): reports older than two days are forgotten.
+        var answer: Int
+        var seenAt: Int64
+    }
 
     public init(
         records: RecordStore, canonical: CanonicalEndpoints, configuration: FeedConfiguration, clock: ServerClock, http: HTTPClient = .shared,
@@ -213,7 +227,11 @@ public final class FeedPoller: Service, Sendable {
             report.provider = provider.name
             report.reported = parsed.games.count
             report.skipped = parsed.skipped
-            let unmatched = await self.applyToTargets(parsed.games, from: provider, confirming: nil, report: &report)
+            let answer = self.answers.withLock { count in
+                count += 1
+                return count
+            }
+            let unmatched = await self.applyToTargets(parsed.games, from: provider, answer: answer, confirming: nil, report: &report)
             // An unofficial provider's game that matches none is added when the next provider reports it too.
             if !unmatched.isEmpty, provider.trust != .official,
                 let (confirmer, confirmerURL) = providers.dropFirst(index + 1).lazy.compactMap({ other in address(of: other).map { (other, $0) } }).first,
@@ -221,7 +239,7 @@ public final class FeedPoller: Service, Sendable {
             {
                 let ids = Set(unmatched.map { "\(provider.name) \($0.id):" })
                 report.refused.removeAll { refusal in ids.contains { refusal.hasPrefix($0) } }
-                _ = await self.applyToTargets(unmatched, from: provider, confirming: (confirmer.name, confirming.games), report: &report)
+                _ = await self.applyToTargets(unmatched, from: provider, answer: answer, confirming: (confirmer.name, confirming.games), report: &report)
             }
             for refusal in report.refused + report.skipped {
                 self.logger.notice("a provider's game was left as it was", metadata: ["provider": "\(provider.name)", "why": "\(refusal)"])
@@ -265,13 +283,13 @@ public final class FeedPoller: Service, Sendable {
 
     /// Applies `games` to every target database; returns those that matched no canonical game in the first.
     func applyToTargets(
-        _ games: [ProviderGame], from provider: any ScoreProvider, confirming: (provider: String, games: [ProviderGame])?, report: inout Report
+        _ games: [ProviderGame], from provider: any ScoreProvider, answer: Int, confirming: (provider: String, games: [ProviderGame])?, report: inout Report
     ) async -> [ProviderGame] {
         var unmatched: [ProviderGame]?
         for target in self.configuration.targets {
             do {
                 let applied = try await self.apply(
-                    games, from: provider, confirming: confirming, container: target.container, environment: target.environment)
+                    games, from: provider, answer: answer, confirming: confirming, container: target.container, environment: target.environment)
                 (report.changed, report.created) = (report.changed + applied.changed, report.created + applied.created)
                 report.refused += applied.refused
                 if unmatched == nil { unmatched = applied.unmatched }
@@ -291,11 +309,14 @@ public final class FeedPoller: Service, Sendable {
         var unmatched: [ProviderGame] = []
     }
 
-    /// - Parameter confirming: another provider's games: a game of `games` that matches no canonical game is added
-    ///   when one of them names the same teams within 12 hours (two sources agree), as an official source's is.
+    /// - Parameters:
+    ///   - answer: the answer's number: in a league with no official source, a game moved by days or one the dataset
+    ///     lacks is applied when an earlier answer of the provider reported it too (`unconfirmed`).
+    ///   - confirming: another provider's games: a game of `games` that matches no canonical game is added when one of
+    ///     them names the same teams within 12 hours (two sources agree), as an official source's is.
     func apply(
-        _ games: [ProviderGame], from provider: any ScoreProvider, confirming: (provider: String, games: [ProviderGame])? = nil, container: String,
-        environment: String
+        _ games: [ProviderGame], from provider: any ScoreProvider, answer: Int, confirming: (provider: String, games: [ProviderGame])? = nil,
+        container: String, environment: String
     ) async throws -> Applied {
         let database = try await self.records.database(container: container, environment: environment, scope: .public, owner: nil, logger: self.logger)
         let catalog = try await self.canonical.catalog(for: database, logger: self.logger)
@@ -305,6 +326,26 @@ public final class FeedPoller: Service, Sendable {
         var updates: [String: [String: (ProviderGame, CivilDate)]] = [:]
         var creates: [String: [RecordDraft]] = [:]
         var taken = Set<String>()
+        /// Games whose move by days their provider's earlier answer confirmed.
+        var confirmedMoves = Set<String>()
+        /// True when the report is the provider's second word on it, in a league where that must stand in for an official
+        /// source; otherwise notes it for the next answer.
+        func repeated(_ reported: ProviderGame, teams: (home: String, away: String)?) -> Bool {
+            guard provider.trust != .official, !self.configuration.hasOfficialSource(reported.league) else { return false }
+            let key = reported.league + "|" + provider.name + "|" + reported.id
+            return self.unconfirmed.withLock { unconfirmed in
+                if let earlier = unconfirmed[key], earlier.answer < answer, abs(earlier.startTime - reported.startTime) <= (teams == nil ? 0 : 12 * 3_600_000),
+                    earlier.teams?.home == teams?.home, earlier.teams?.away == teams?.away
+                {
+                    return true
+                }
+                if unconfirmed[key]?.answer != answer {
+                    unconfirmed = unconfirmed.filter { $0.value.seenAt > now - 2 * 86_400_000 }
+                    unconfirmed[key] = Unconfirmed(startTime: reported.startTime, teams: teams, answer: answer, seenAt: now)
+                }
+                return false
+            }
+        }
         for reported in games {
             let abbreviation = String(reported.league.dropFirst("league_".count))
             switch matcher.match(reported, taken: taken) {
@@ -313,6 +354,7 @@ public final class FeedPoller: Service, Sendable {
             case .game(let game, _):
                 taken.insert(game.id)
                 let day = catalog.localDate(of: reported.startTime, at: game.stadium) ?? game.localDate
+                if day != game.localDate, repeated(reported, teams: nil) { confirmedMoves.insert(game.id) }
                 updates[CanonicalDataset.gameZone("\(abbreviation)_\(game.season)"), default: [:]][game.id] = (reported, day)
             case .none(let home, let away):
                 let confirmed = confirming?.games.contains { other in
@@ -320,10 +362,11 @@ public final class FeedPoller: Service, Sendable {
                         && matcher.team(other.home, league: reported.league, at: other.startTime) == home
                         && matcher.team(other.away, league: reported.league, at: other.startTime) == away
                 }
-                guard provider.trust == .official || confirmed == true else {
+                guard provider.trust == .official || confirmed == true || repeated(reported, teams: (home, away)) else {
                     applied.unmatched.append(reported)
                     applied.refused.append(
-                        "\(provider.name) \(reported.id): matches no canonical game; only an official source, or two sources agreeing, add games")
+                        "\(provider.name) \(reported.id): matches no canonical game; only an official source, two sources agreeing, or (in a "
+                            + "league with no official source) the provider's next answer add games")
                     continue
                 }
                 if let confirming { self.logger.notice("two providers agree on a game the dataset lacks", metadata: ["providers": "\(provider.name), \(confirming.provider)", "game": "\(reported.id)"]) }
@@ -342,7 +385,7 @@ public final class FeedPoller: Service, Sendable {
         guard !zones.isEmpty else { return applied }
         let names = updates.values.flatMap(\.keys) + creates.values.flatMap { $0.map(\.recordName) }
         let trustByName = Dictionary(self.configuration.providers.map { ($0.name, $0.trust) }, uniquingKeysWith: { a, _ in a })
-        let (zoneUpdates, zoneCreates) = (updates, creates)
+        let (zoneUpdates, zoneCreates, movesConfirmed) = (updates, creates, confirmedMoves)
         let outcome = Mutex(Applied())
         let stamp = ChangeStamp(timestamp: now, userRecordName: "_canonicalImport", deviceID: "feed " + provider.name)
         try await self.records.rewriteZones(zones, in: database, only: names, stamp: stamp, logger: self.logger) { stored in
@@ -353,7 +396,7 @@ public final class FeedPoller: Service, Sendable {
                     guard let record = stored[zone]?[id], !record.deleted else { continue }
                     switch GameUpdate.apply(
                         reported, trust: provider.trust, to: record, localDate: day, sport: catalog.sports[reported.league], now: now,
-                        trustOf: { trustByName[$0] })
+                        movesDays: movesConfirmed.contains(id), trustOf: { trustByName[$0] })
                     {
                     case .changed(let fields, _):
                         drafts[zone, default: []].append(RecordDraft(recordName: id, recordType: "Game", fields: fields))

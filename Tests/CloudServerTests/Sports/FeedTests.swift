@@ -35,6 +35,7 @@ import Testing
     }
 
     static let espnNFL = "phillipbritain__ScoreMap/server/tests/ScoreMap.Server.Tests/Fixtures/Espn/nfl.json"
+    static let espnMLS = "phillipbritain__ScoreMap/server/tests/ScoreMap.Server.Tests/Fixtures/Espn/soccer-mls-scheduled.json"
     static let mlbDay = "zero-sum-seattle__python-mlb-statsapi/tests/mock_tests/mock_json/schedule/schedule_date.json"
 
     static func game(_ server: TestServer, _ id: String, zone: String) async throws -> [String: JSONValue] {
@@ -431,6 +432,42 @@ import Testing
                 let games = try #require(played.json["games"]?.arrayValue)
                 #expect(games.count == season.filter { $0.localDate < "2026-11-28" }.count && games.count > 200)
                 #expect(games.allSatisfy { $0["status"] == "final" && $0["homeScore"] != nil })
+            }
+        }
+    }
+
+    /// Where no official source exists (NFL, WNBA, MLS, NWSL: ESPN alone), the provider's next answer confirms what
+    /// only an official source may do at once: an NFL game postponed to Monday lands there, an MLS game of a season
+    /// the dataset lacks is added. One answer alone changes neither.
+    @Test func whereNoOfficialSourceExistsTheProvidersNextAnswerConfirmsAMoveOrANewGame() async throws {
+        try await TestServer.runImported(try Self.dataset(["nfl_2026", "mls_2025"])) { server in
+            try await ReplayServer.run { replay, base in
+                let poller = Self.poller(server, base: base)
+                let day = CivilDate(year: 2026, month: 10, day: 4)!
+                let football = "/football/nfl/scoreboard?dates=20261004&limit=1000", zone = "games_nfl_2026", atlanta = "game_nfl_2026_401872979"
+                // Atlanta at New Orleans, Sunday night, moved by a storm to Monday evening.
+                let moved = Self.espn(try Self.recorded(Self.espnNFL), event: "401872979", state: "pre", date: "2026-10-06T23:15Z")
+                replay.answer(football, Array(JSONWriter.encode(moved).utf8))
+                let once = await poller.poll(league: "league_nfl", days: day...day, today: day)
+                #expect(once.refused.contains { $0.contains("401872979") && $0.contains("next answer") }, "\(once.refused)")
+                #expect(Self.value(try await Self.game(server, atlanta, zone: zone), "localDate") == "2026-10-05")
+                let twice = await poller.poll(league: "league_nfl", days: day...day, today: day)
+                #expect(!twice.refused.contains { $0.contains("401872979") }, "\(twice.refused)")
+                let monday = try await Self.game(server, atlanta, zone: zone)
+                #expect(Self.value(monday, "localDate") == "2026-10-06")
+                #expect(Self.value(monday, "startTime")?.int64Value == GameTime.milliseconds("2026-10-06T23:15:00Z"))
+
+                // An MLS game of 2026, a season the dataset lacks: added at the second answer listing it, to its season.
+                let soccer = "/soccer/usa.1/scoreboard?dates=20261006&limit=1000"
+                let october6 = CivilDate(year: 2026, month: 10, day: 6)!
+                replay.answer(soccer, Array(JSONWriter.encode(try Self.recorded(Self.espnMLS)).utf8))
+                let first = await poller.poll(league: "league_mls", days: october6...october6, today: october6)
+                #expect(first.provider == "espn" && first.created == 0 && first.refused.count == 1, "\(first)")
+                let second = await poller.poll(league: "league_mls", days: october6...october6, today: october6)
+                #expect(second.created == 1 && second.refused.isEmpty, "\(second)")
+                let added = try await Self.game(server, "game_mls_2026_761660", zone: "games_mls_2026")
+                #expect(Self.value(added, "homeTeam")?["recordName"] == "team_mls_chicago_fire" && Self.value(added, "status") == "scheduled")
+                #expect(Self.value(added, "stadium")?["recordName"] != nil && Self.value(added, "localDate") == "2026-10-06")
             }
         }
     }
