@@ -21,8 +21,8 @@ public struct FeedConfiguration: Sendable {
     public var recentInterval: Duration = .seconds(6 * 3600)
     public var recentDays = 3
     /// Days already played are walked from the first day of each league's seasons that ended less than
-    /// `backfillSeasonsWithin` ago, `backfillDays` days an answer, until yesterday: every result, not only the last
-    /// `recentDays`' (docs/FEEDS.md, "Results so far").
+    /// `backfillSeasonsWithin` days ago (with none, from the day after its last season), `backfillDays` days an answer,
+    /// until yesterday: every result, not only the last `recentDays`' (docs/FEEDS.md, "Results so far").
     public var backfillDays = 7
     public var backfillSeasonsWithin = 180
 

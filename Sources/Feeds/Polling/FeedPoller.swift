@@ -27,6 +27,8 @@ public final class FeedPoller: Service, Sendable {
     let health: [String: ProviderHealth]
     /// When each kind of poll of each league is due next (ms), by league.
     private let due = Mutex<[String: [String: Int64]]>([:])
+    /// The backfill's days asked a second time, by `league day`: an answer with games only the next can confirm.
+    private let backfillAskedAgain = Mutex(Set<String>())
     /// How many answers have been read: each answer's number, so a report is confirmed only by a later one.
     private let answers = Mutex(0)
     /// Reports that their league's trust policy applies only once a later answer of the same provider repeats them
@@ -85,6 +87,11 @@ public final class FeedPoller: Service, Sendable {
     }
 
     static let lease = Duration.seconds(3600)
+
+    /// Why a game that matches none is left out.
+    static let unconfirmedGame =
+        "matches no canonical game; only an official source, two sources agreeing, or (in a league with no official source) the provider's next answer add games"
+
 
     /// Polls `league` whenever one of its polls is due, until `until` (ms).
     func poll(_ league: String, until: Int64) async {
@@ -165,10 +172,9 @@ public final class FeedPoller: Service, Sendable {
             self.due.withLock { $0[league, default: [:]]["backfill"] = now + self.configuration.todayInterval.milliseconds }
             return
         }
-        let oldest = today.adding(days: -self.configuration.backfillSeasonsWithin)
-        let first = saved ?? catalog.games.seasons(of: league).map(\.span).filter { $0.upperBound >= oldest && $0.lowerBound < today }
-            .map(\.lowerBound).min()
-        guard let first, first < today else {
+        guard let first = saved ?? Self.firstDayToWalk(catalog.games.seasons(of: league).map(\.span), today: today, within: self.configuration),
+            first < today
+        else {
             self.due.withLock { $0[league, default: [:]]["backfill"] = Self.startOfUSDay(today.adding(days: 1)) }
             return
         }
@@ -177,6 +183,12 @@ public final class FeedPoller: Service, Sendable {
         let report = await self.poll(league: league, days: days, today: today)
         guard report.provider != nil else {
             self.due.withLock { $0[league, default: [:]]["backfill"] = now + self.configuration.todayInterval.milliseconds }
+            return
+        }
+        // Games the dataset lacks, in a league whose provider's next answer must confirm them: asked once more at once.
+        let unconfirmed = report.refused.contains { $0.contains(Self.unconfirmedGame) }
+        if unconfirmed, self.backfillAskedAgain.withLock({ $0.insert(league + " " + days.lowerBound.description).inserted }) {
+            self.due.withLock { $0[league, default: [:]]["backfill"] = now }
             return
         }
         let next = days.upperBound.adding(days: 1)
@@ -189,6 +201,18 @@ public final class FeedPoller: Service, Sendable {
         let outcome = "\(days.lowerBound)…\(days.upperBound) from \(report.provider ?? ""): \(report.reported) games, \(report.changed) changed, "
             + "\(report.created) added; " + (next < today ? "next \(next)" : "caught up to yesterday")
         await self.recordRun(job: job, started: started, outcome: outcome, succeeded: true)
+    }
+
+    /// Where a league's walk starts: the first day of its seasons that ended less than `backfillSeasonsWithin` days
+    /// ago; with none, the day after its last season's last day (the seasons the dataset lacks come from the feeds),
+    /// at most `backfillSeasonsWithin` × 3 days back.
+    static func firstDayToWalk(_ seasons: [ClosedRange<CivilDate>], today: CivilDate, within configuration: FeedConfiguration) -> CivilDate? {
+        let recent = seasons.filter { $0.upperBound >= today.adding(days: -configuration.backfillSeasonsWithin) && $0.lowerBound < today }
+        if let first = recent.map(\.lowerBound).min() { return first }
+        guard let last = seasons.map(\.upperBound).filter({ $0 < today }).max(),
+            last >= today.adding(days: -3 * configuration.backfillSeasonsWithin)
+        else { return nil }
+        return last.adding(days: 1)
     }
 
     /// The first moment (ms) of a US Eastern day.
@@ -364,9 +388,7 @@ public final class FeedPoller: Service, Sendable {
                 }
                 guard provider.trust == .official || confirmed == true || repeated(reported, teams: (home, away)) else {
                     applied.unmatched.append(reported)
-                    applied.refused.append(
-                        "\(provider.name) \(reported.id): matches no canonical game; only an official source, two sources agreeing, or (in a "
-                            + "league with no official source) the provider's next answer add games")
+                    applied.refused.append("\(provider.name) \(reported.id): \(Self.unconfirmedGame)")
                     continue
                 }
                 if let confirming { self.logger.notice("two providers agree on a game the dataset lacks", metadata: ["providers": "\(provider.name), \(confirming.provider)", "game": "\(reported.id)"]) }

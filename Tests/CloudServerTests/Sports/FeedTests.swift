@@ -472,6 +472,54 @@ import Testing
         }
     }
 
+    /// A league whose season being played the dataset lacks (MLS: its last file is 2025) is walked from the day after
+    /// its last season; each answer with a game only the provider's next answer may add is asked twice, so the season's
+    /// games are added as it goes.
+    @Test func aSeasonTheDatasetLacksIsWalkedAndItsGamesAdded() async throws {
+        try await TestServer.runImported(try Self.dataset(["mls_2025"])) { server in
+            try await ReplayServer.run { replay, base in
+                let clock = ManualClock(startingAt: GameTime.milliseconds("2026-10-08T16:00:00Z")!)
+                var configuration = FeedConfiguration()
+                configuration.providers = [ESPNScoreboard()]
+                configuration.baseURLs = ["espn": base]
+                configuration.targets = [(TestServer.development.container, "development")]
+                configuration.backfillDays = 60
+                let poller = FeedPoller(
+                    records: server.dependencies.records, canonical: CanonicalEndpoints(records: server.dependencies.records),
+                    configuration: configuration, clock: clock.clock, logger: TestDatabase.logger)
+                let recorded = Array(JSONWriter.encode(try Self.recorded(Self.espnMLS)).utf8)
+                replay.answer { path in
+                    guard path.hasPrefix("/soccer/usa.1/scoreboard?dates=") else { return Array(#"{"events":[]}"#.utf8) }
+                    return path.contains("dates=20260815-20261007") ? recorded : Array(#"{"events":[]}"#.utf8)
+                }
+                while try await Self.jobRun(server, "backfill league_mls")?.contains("caught up") != true {
+                    let done = ManagedAtomicFlag()
+                    async let polled: Void = {
+                        await poller.runDue(league: "league_mls")
+                        done.set()
+                        clock.sleepersChanges.changed()
+                    }()
+                    try await eventually("the round ends", on: clock.sleepersChanges) {
+                        if let wake = clock.nextWake, wake - clock.now <= 1000 { clock.advance(by: .milliseconds(wake - clock.now)) }
+                        return done.isSet
+                    }
+                    await polled
+                }
+                // The regular season 2025 ended on 2025-10-18: from the 19th, 60 days an answer, the last one (with the
+                // game) asked twice.
+                let walked = replay.requests.filter { $0.hasPrefix("/soccer/usa.1/") && !$0.contains("dates=202610") }
+                #expect(walked.first == "/soccer/usa.1/scoreboard?dates=20251019-20251217&limit=1000" && walked.count == 7, "\(walked)")
+                #expect(Set(walked.suffix(2)) == ["/soccer/usa.1/scoreboard?dates=20260815-20261007&limit=1000"])
+                let added = try await Self.game(server, "game_mls_2026_761660", zone: "games_mls_2026")
+                #expect(Self.value(added, "homeTeam")?["recordName"] == "team_mls_chicago_fire")
+            }
+        }
+    }
+
+    static func jobRun(_ server: TestServer, _ job: String) async throws -> String? {
+        try await server.dependencies.records.jobRuns(logger: TestDatabase.logger).first { $0.job == job }?.outcome
+    }
+
     @Test func theNHLsOwnScoresFindTheirGamesByNicknameAndCode() async throws {
         try await TestServer.runImported(try Self.dataset(["nhl_2025"])) { server in
             try await ReplayServer.run { replay, base in
