@@ -59,13 +59,22 @@ struct GameMatcher {
         return side.names.lazy.compactMap { self.catalog.team(shortName: $0, league: league) }.first
     }
 
-    /// The venue a new game is played at: the provider's venue when it names one of ours, else the home team's home.
-    func venue(of reported: ProviderGame, home: String) -> String? {
-        if let name = reported.venue,
-            let venue = self.catalog.directory.resolve(name, on: reported.startTime).first(where: { $0.recordType == "Stadium" })
-        {
-            return venue.canonicalId
-        }
-        return self.catalog.directory.record(home)?.fields["homeStadium"]?.value["recordName"]?.stringValue
+    /// Where a provider says a game is played.
+    enum ReportedVenue: Equatable {
+        /// One of the directory's venues, by the provider's name for it.
+        case named(GameUpdate.Venue)
+        /// The provider named none: the home team's home.
+        case home(GameUpdate.Venue)
+        /// The provider named a venue the directory lacks (or that names several): an operator's to add, not a guess.
+        case unknown(String)
+    }
+
+    /// The venue a provider reports a game at, with `home`'s home to tell a neutral site.
+    func venue(of reported: ProviderGame, home: String) -> ReportedVenue? {
+        let homeVenue = self.catalog.directory.record(home)?.fields["homeStadium"]?.value["recordName"]?.stringValue
+        guard let name = reported.venue, !name.isEmpty else { return homeVenue.map { .home(GameUpdate.Venue(id: $0, neutral: false)) } }
+        let venues = Set(self.catalog.directory.resolve(name, on: reported.startTime).filter { $0.recordType == "Stadium" }.map(\.canonicalId))
+        guard venues.count == 1, let venue = venues.first else { return .unknown(name) }
+        return .named(GameUpdate.Venue(id: venue, neutral: venue != homeVenue))
     }
 }

@@ -28,10 +28,11 @@ enum GameUpdate {
     ///   - localDate: the report's day at the game's venue.
     ///   - movesDays: the report may move the game to another day although its provider is not official (its league
     ///     has no official source, and the provider's earlier answer said the same).
+    ///   - venue: where an official source now plays the game, when it names another of the directory's venues.
     ///   - trustOf: the trust of the provider that last wrote the game (`liveSource`).
     static func apply(
         _ reported: ProviderGame, trust: ProviderTrust, to stored: Record, localDate: CivilDate, sport: String?, now: Int64,
-        movesDays: Bool = false, trustOf: (String) -> ProviderTrust?
+        movesDays: Bool = false, venue: Venue? = nil, trustOf: (String) -> ProviderTrust?
     ) -> Outcome {
         var fields = stored.fields
         let storedStatus = fields["status"]?.value.stringValue.flatMap(Game.Status.init(rawValue:)) ?? .scheduled
@@ -81,6 +82,10 @@ enum GameUpdate {
             set("localDate", .string(localDate.description))
             set("timeTBD", .int(reported.timeTBD ? 1 : 0))
         }
+        if let venue {
+            set("stadium", .reference(venue.id))
+            set("neutralSite", .int(venue.neutral ? 1 : 0))
+        }
         var ids = Set(fields["feedIds"]?.value.arrayValue?.compactMap(\.stringValue) ?? [])
         ids.insert(reported.provider + ":" + reported.id)
         set("feedIds", FieldValue(type: .stringList, value: .array(ids.sorted().map(JSONValue.string))))
@@ -99,8 +104,14 @@ enum GameUpdate {
 
     /// A game only an official provider knows (a game added mid-season, a season the dataset does not have yet),
     /// as a new canonical record; nil when the report lacks the season.
+    /// A game's venue, and whether it is another than its home team's home.
+    struct Venue: Equatable {
+        var id: String
+        var neutral: Bool
+    }
+
     static func newGame(
-        _ reported: ProviderGame, league: (id: String, abbreviation: String), home: String, away: String, venue: String, localDate: CivilDate,
+        _ reported: ProviderGame, league: (id: String, abbreviation: String), home: String, away: String, venue: Venue, localDate: CivilDate,
         sport: String?, now: Int64
     ) -> (zone: String, draft: RecordDraft)? {
         guard let season = reported.season else { return nil }
@@ -110,7 +121,7 @@ enum GameUpdate {
         var fields: [String: FieldValue] = [
             "canonicalId": .string(id), "uuid": .string(CanonicalID.uuid(for: id).uuidString), "league": .reference(league.id),
             "season": .int(season), "seasonLabel": .string(label), "gameType": .string(reported.gameType ?? "regular"),
-            "homeTeam": .reference(home), "awayTeam": .reference(away), "stadium": .reference(venue), "neutralSite": .int(0),
+            "homeTeam": .reference(home), "awayTeam": .reference(away), "stadium": .reference(venue.id), "neutralSite": .int(venue.neutral ? 1 : 0),
             "source": .string(CanonicalImportPlan.feedSourcePrefix + reported.provider), "sourceGameId": .string(reported.id),
         ]
         fields["startTime"] = FieldValue(type: .timestamp, value: .int(reported.startTime))

@@ -316,7 +316,10 @@ public final class FeedPoller: Service, Sendable {
                     games, from: provider, answer: answer, confirming: confirming, container: target.container, environment: target.environment)
                 (report.changed, report.created) = (report.changed + applied.changed, report.created + applied.created)
                 report.refused += applied.refused
-                if unmatched == nil { unmatched = applied.unmatched }
+                if unmatched == nil {
+                    unmatched = applied.unmatched
+                    await self.hold(applied.held, releasing: applied.added)
+                }
             } catch {
                 report.refused.append("\(target.environment): not written: \(error)")
                 self.logger.error("a feed's games could not be written", metadata: ["provider": "\(provider.name)", "error": "\(error)"])
@@ -331,6 +334,10 @@ public final class FeedPoller: Service, Sendable {
         var refused: [String] = []
         /// Games that matched no canonical game and were not added.
         var unmatched: [ProviderGame] = []
+        /// New games at a venue the directory lacks, described for an operator, by `heldKey`; and the keys of new games
+        /// added (no longer held).
+        var held: [String: String] = [:]
+        var added = Set<String>()
     }
 
     /// - Parameters:
@@ -347,7 +354,7 @@ public final class FeedPoller: Service, Sendable {
         let matcher = GameMatcher(catalog: catalog)
         let now = self.clock.now
         var applied = Applied()
-        var updates: [String: [String: (ProviderGame, CivilDate)]] = [:]
+        var updates: [String: [String: (ProviderGame, CivilDate, GameUpdate.Venue?)]] = [:]
         var creates: [String: [RecordDraft]] = [:]
         var taken = Set<String>()
         /// Games whose move by days their provider's earlier answer confirmed.
@@ -377,9 +384,14 @@ public final class FeedPoller: Service, Sendable {
                 applied.refused.append("\(provider.name) \(reported.id): \(why)")
             case .game(let game, _):
                 taken.insert(game.id)
-                let day = catalog.localDate(of: reported.startTime, at: game.stadium) ?? game.localDate
+                // An official source that names another of the directory's venues moves the game there.
+                var venue: GameUpdate.Venue?
+                if provider.trust == .official, case .named(let named)? = matcher.venue(of: reported, home: game.homeTeam), named.id != game.stadium {
+                    venue = named
+                }
+                let day = catalog.localDate(of: reported.startTime, at: venue?.id ?? game.stadium) ?? game.localDate
                 if day != game.localDate, repeated(reported, teams: nil) { confirmedMoves.insert(game.id) }
-                updates[CanonicalDataset.gameZone("\(abbreviation)_\(game.season)"), default: [:]][game.id] = (reported, day)
+                updates[CanonicalDataset.gameZone("\(abbreviation)_\(game.season)"), default: [:]][game.id] = (reported, day, venue)
             case .none(let home, let away):
                 let confirmed = confirming?.games.contains { other in
                     abs(other.startTime - reported.startTime) <= 12 * 3_600_000
@@ -392,12 +404,27 @@ public final class FeedPoller: Service, Sendable {
                     continue
                 }
                 if let confirming { self.logger.notice("two providers agree on a game the dataset lacks", metadata: ["providers": "\(provider.name), \(confirming.provider)", "game": "\(reported.id)"]) }
-                guard let venue = matcher.venue(of: reported, home: home), let day = catalog.localDate(of: reported.startTime, at: venue),
+                let venue: GameUpdate.Venue
+                switch matcher.venue(of: reported, home: home) {
+                case .named(let named)?, .home(let named)?: venue = named
+                case .unknown(let name)?:
+                    // Not guessed: an operator adds the venue (or the name as an alias), and the next answer adds the game.
+                    applied.held[Self.heldKey(reported)] =
+                        "\(reported.league) \(reported.provider) \(reported.id): \(reported.away.names.first ?? "?") at \(reported.home.names.first ?? "?"), "
+                        + "on \(Self.usDay(of: reported.startTime)), at \"\(name)\", a venue the directory lacks"
+                    applied.refused.append("\(provider.name) \(reported.id): at \"\(name)\", a venue the directory lacks: held for an operator")
+                    continue
+                case nil:
+                    applied.refused.append("\(provider.name) \(reported.id): a new game without a venue")
+                    continue
+                }
+                applied.added.insert(Self.heldKey(reported))
+                guard let day = catalog.localDate(of: reported.startTime, at: venue.id),
                     let new = GameUpdate.newGame(
                         reported, league: (reported.league, abbreviation), home: home, away: away, venue: venue, localDate: day,
                         sport: catalog.sports[reported.league], now: now)
                 else {
-                    applied.refused.append("\(provider.name) \(reported.id): a new game without a season or a venue")
+                    applied.refused.append("\(provider.name) \(reported.id): a new game without a season")
                     continue
                 }
                 creates[new.zone, default: []].append(new.draft)
@@ -414,11 +441,11 @@ public final class FeedPoller: Service, Sendable {
             var result = Applied()
             var drafts: [String: [RecordDraft]] = [:]
             for zone in zones {
-                for (id, (reported, day)) in (zoneUpdates[zone] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                for (id, (reported, day, venue)) in (zoneUpdates[zone] ?? [:]).sorted(by: { $0.key < $1.key }) {
                     guard let record = stored[zone]?[id], !record.deleted else { continue }
                     switch GameUpdate.apply(
                         reported, trust: provider.trust, to: record, localDate: day, sport: catalog.sports[reported.league], now: now,
-                        movesDays: movesConfirmed.contains(id), trustOf: { trustByName[$0] })
+                        movesDays: movesConfirmed.contains(id), venue: venue, trustOf: { trustByName[$0] })
                     {
                     case .changed(let fields, _):
                         drafts[zone, default: []].append(RecordDraft(recordName: id, recordType: "Game", fields: fields))
@@ -468,6 +495,33 @@ public final class FeedPoller: Service, Sendable {
         // (The body is read either way: an unread one would keep its connection from the client's pool.)
         guard response.status == .ok else { throw ProviderAnswerError("HTTP \(response.status.code)") }
         return Array(body.readableBytesView)
+    }
+
+    /// A reported game's key among the held games.
+    static func heldKey(_ reported: ProviderGame) -> String { reported.league + "|" + reported.provider + "|" + reported.id }
+
+    static let heldGamesJob = "held games"
+
+    /// Keeps the new games held for an operator (a venue the directory lacks) in PostgreSQL, those added since let go
+    /// and those not reported for 14 days forgotten; the list is the job `held games`'s last run on the console's jobs
+    /// page.
+    func hold(_ held: [String: String], releasing added: Set<String>) async {
+        guard !held.isEmpty || !added.isEmpty else { return }
+        let now = self.clock.now
+        do {
+            let saved = try await self.records.jobStates(logger: self.logger)[Self.heldGamesJob].flatMap { try? JSONValue.parse(Array($0.utf8)) }
+            var games = saved?.objectValue ?? [:]
+            for key in added { games[key] = nil }
+            games = games.filter { ($0.value["seenAt"]?.int64Value ?? 0) > now - 14 * 86_400_000 }
+            for (key, description) in held { games[key] = ["description": .string(description), "seenAt": .int(now)] }
+            guard JSONValue.object(games) != saved ?? .object([:]) else { return }
+            try await self.records.saveJobState(Self.heldGamesJob, JSONWriter.encode(.object(games)), at: now, logger: self.logger)
+            let list = games.values.compactMap { $0["description"]?.stringValue }.sorted()
+            let outcome = list.isEmpty ? "none held" : "\(list.count) held for an operator: " + list.joined(separator: "; ")
+            await self.recordRun(job: Self.heldGamesJob, started: now, outcome: outcome, succeeded: list.isEmpty)
+        } catch {
+            self.logger.error("the games held for an operator could not be kept", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Takes up each provider's failures and rest as the last process that polled left them.

@@ -520,6 +520,47 @@ import Testing
         try await server.dependencies.records.jobRuns(logger: TestDatabase.logger).first { $0.job == job }?.outcome
     }
 
+    /// The official source moves a game to another of the directory's venues, a neutral site (and a day later there);
+    /// a new game at a venue the directory lacks is held for an operator (the jobs page lists it), not guessed at the
+    /// home team's park, and added once its venue is one the directory knows.
+    @Test func anOfficialVenueChangeIsAppliedAndAGameAtAnUnknownVenueIsHeld() async throws {
+        try await TestServer.runImported(try Self.dataset(["mlb_2022"])) { server in
+            try await ReplayServer.run { replay, base in
+                let poller = Self.poller(server, base: base)
+                let recorded = try Self.recorded(Self.mlbDay)
+                func path(_ day: CivilDate) -> String { "/api/v1/schedule?sportId=1&startDate=\(day)&endDate=\(day)&hydrate=linescore" }
+                func atVenue(_ answer: JSONValue, _ name: String) -> [UInt8] {
+                    guard case .object(var root) = answer, case .object(var game)? = root["dates"]?[0]?["games"]?[0] else { return [] }
+                    game["venue"] = ["name": .string(name)]
+                    root["dates"] = [["games": [.object(game)]]]
+                    return Array(JSONWriter.encode(.object(root)).utf8)
+                }
+                // The Cubs' opener, moved to the Tokyo Dome: the same record, there, on Tokyo's day.
+                let april7 = CivilDate(year: 2022, month: 4, day: 7)!, zone = "games_mlb_2022", opener = "game_mlb_2022_663178"
+                replay.answer(path(april7), atVenue(Self.mlb(recorded, game: 663178, code: "S", state: "Scheduled"), "Tokyo Dome"))
+                let moved = await poller.poll(league: "league_mlb", days: april7...april7, today: april7)
+                #expect(moved.changed == 1 && moved.refused.isEmpty, "\(moved)")
+                let tokyo = try await Self.game(server, opener, zone: zone)
+                #expect(Self.value(tokyo, "stadium")?["recordName"] == "stadium_mlb_tokyo_dome" && Self.value(tokyo, "neutralSite") == 1)
+                #expect(Self.value(tokyo, "localDate") == "2022-04-08")
+
+                // A game the dataset lacks, at a venue the directory does not know: held, not added.
+                let april20 = CivilDate(year: 2022, month: 4, day: 20)!
+                let added = Self.mlb(recorded, game: 663178, code: "S", state: "Scheduled", date: "2022-04-20T18:20:00Z", newID: 999_002)
+                replay.answer(path(april20), atVenue(added, "Estadio Nacional de Costa Rica"))
+                let held = await poller.poll(league: "league_mlb", days: april20...april20, today: april20)
+                #expect(held.created == 0 && held.refused.contains { $0.contains("held for an operator") }, "\(held)")
+                #expect(try await Self.jobRun(server, "held games")?.contains("999002") == true)
+                // Once the answer names a venue the directory knows (an operator added it, or the provider corrected it).
+                replay.answer(path(april20), atVenue(added, "Wrigley Field"))
+                #expect(await poller.poll(league: "league_mlb", days: april20...april20, today: april20).created == 1)
+                #expect(try await Self.jobRun(server, "held games") == "none held")
+                let wrigley = try await Self.game(server, "game_mlb_2022_999002", zone: zone)
+                #expect(Self.value(wrigley, "stadium")?["recordName"] == "stadium_mlb_wrigley_field" && Self.value(wrigley, "neutralSite") == 0)
+            }
+        }
+    }
+
     @Test func theNHLsOwnScoresFindTheirGamesByNicknameAndCode() async throws {
         try await TestServer.runImported(try Self.dataset(["nhl_2025"])) { server in
             try await ReplayServer.run { replay, base in
