@@ -104,6 +104,22 @@ enum GameUpdate {
 
     /// A game only an official provider knows (a game added mid-season, a season the dataset does not have yet),
     /// as a new canonical record; nil when the report lacks the season.
+    /// A game its source's schedule no longer lists (dropped, or an if-necessary game not needed): cancelled, never
+    /// deleted, so devices following its season see it change. A game played or under way, and a status an operator
+    /// pinned, stay.
+    static func retire(_ stored: Record, provider: String, now: Int64) -> Outcome {
+        var fields = stored.fields
+        let status = fields["status"]?.value.stringValue.flatMap(Game.Status.init(rawValue:)) ?? .scheduled
+        let pinned = fields[Game.pinnedFieldsField]?.value.arrayValue?.contains(.string("status")) == true
+        guard [.scheduled, .postponed, .delayed].contains(status), !pinned else { return .unchanged }
+        fields["status"] = .string(Game.Status.cancelled.rawValue)
+        fields["statusDetail"] = .string("Not on \(provider)'s schedule")
+        for name in ["homeScore", "awayScore", "period", "clock"] { fields[name] = nil }
+        fields["liveSource"] = .string(provider)
+        fields["liveUpdatedAt"] = FieldValue(type: .timestamp, value: .int(now))
+        return .changed(fields, fields: ["status", "statusDetail"])
+    }
+
     /// A game's venue, and whether it is another than its home team's home.
     struct Venue: Equatable {
         var id: String

@@ -29,6 +29,9 @@ public final class FeedPoller: Service, Sendable {
     private let due = Mutex<[String: [String: Int64]]>([:])
     /// The backfill's days asked a second time, by `league day`: an answer with games only the next can confirm.
     private let backfillAskedAgain = Mutex(Set<String>())
+    /// Games an answer should have listed and did not, by id, with that answer's number: retired when a later answer
+    /// lacks them too (`retiring`).
+    private let absent = Mutex<[String: Int]>([:])
     /// How many answers have been read: each answer's number, so a report is confirmed only by a later one.
     private let answers = Mutex(0)
     /// Reports that their league's trust policy applies only once a later answer of the same provider repeats them
@@ -255,7 +258,7 @@ public final class FeedPoller: Service, Sendable {
                 count += 1
                 return count
             }
-            let unmatched = await self.applyToTargets(parsed.games, from: provider, answer: answer, confirming: nil, report: &report)
+            let unmatched = await self.applyToTargets(parsed.games, from: provider, days: days, answer: answer, confirming: nil, report: &report)
             // An unofficial provider's game that matches none is added when the next provider reports it too.
             if !unmatched.isEmpty, provider.trust != .official,
                 let (confirmer, confirmerURL) = providers.dropFirst(index + 1).lazy.compactMap({ other in address(of: other).map { (other, $0) } }).first,
@@ -263,7 +266,8 @@ public final class FeedPoller: Service, Sendable {
             {
                 let ids = Set(unmatched.map { "\(provider.name) \($0.id):" })
                 report.refused.removeAll { refusal in ids.contains { refusal.hasPrefix($0) } }
-                _ = await self.applyToTargets(unmatched, from: provider, answer: answer, confirming: (confirmer.name, confirming.games), report: &report)
+                _ = await self.applyToTargets(
+                    unmatched, from: provider, days: days, answer: answer, confirming: (confirmer.name, confirming.games), report: &report)
             }
             for refusal in report.refused + report.skipped {
                 self.logger.notice("a provider's game was left as it was", metadata: ["provider": "\(provider.name)", "why": "\(refusal)"])
@@ -307,13 +311,15 @@ public final class FeedPoller: Service, Sendable {
 
     /// Applies `games` to every target database; returns those that matched no canonical game in the first.
     func applyToTargets(
-        _ games: [ProviderGame], from provider: any ScoreProvider, answer: Int, confirming: (provider: String, games: [ProviderGame])?, report: inout Report
+        _ games: [ProviderGame], from provider: any ScoreProvider, days: ClosedRange<CivilDate>, answer: Int,
+        confirming: (provider: String, games: [ProviderGame])?, report: inout Report
     ) async -> [ProviderGame] {
         var unmatched: [ProviderGame]?
         for target in self.configuration.targets {
             do {
                 let applied = try await self.apply(
-                    games, from: provider, answer: answer, confirming: confirming, container: target.container, environment: target.environment)
+                    games, from: provider, days: days, answer: answer, confirming: confirming, container: target.container,
+                    environment: target.environment)
                 (report.changed, report.created) = (report.changed + applied.changed, report.created + applied.created)
                 report.refused += applied.refused
                 if unmatched == nil {
@@ -341,13 +347,14 @@ public final class FeedPoller: Service, Sendable {
     }
 
     /// - Parameters:
+    ///   - days: the days asked: the games the answer should list (`retiring`).
     ///   - answer: the answer's number: in a league with no official source, a game moved by days or one the dataset
     ///     lacks is applied when an earlier answer of the provider reported it too (`unconfirmed`).
     ///   - confirming: another provider's games: a game of `games` that matches no canonical game is added when one of
     ///     them names the same teams within 12 hours (two sources agree), as an official source's is.
     func apply(
-        _ games: [ProviderGame], from provider: any ScoreProvider, answer: Int, confirming: (provider: String, games: [ProviderGame])? = nil,
-        container: String, environment: String
+        _ games: [ProviderGame], from provider: any ScoreProvider, days: ClosedRange<CivilDate>, answer: Int,
+        confirming: (provider: String, games: [ProviderGame])? = nil, container: String, environment: String
     ) async throws -> Applied {
         let database = try await self.records.database(container: container, environment: environment, scope: .public, owner: nil, logger: self.logger)
         let catalog = try await self.canonical.catalog(for: database, logger: self.logger)
@@ -430,9 +437,10 @@ public final class FeedPoller: Service, Sendable {
                 creates[new.zone, default: []].append(new.draft)
             }
         }
-        let zones = Set(updates.keys).union(creates.keys).sorted()
+        let retired = self.retiring(catalog.games, listed: taken, in: games, from: provider, days: days, answer: answer, applied: &applied)
+        let zones = Set(updates.keys).union(creates.keys).union(retired.keys).sorted()
         guard !zones.isEmpty else { return applied }
-        let names = updates.values.flatMap(\.keys) + creates.values.flatMap { $0.map(\.recordName) }
+        let names = updates.values.flatMap(\.keys) + creates.values.flatMap { $0.map(\.recordName) } + retired.values.flatMap { $0 }
         let trustByName = Dictionary(self.configuration.providers.map { ($0.name, $0.trust) }, uniquingKeysWith: { a, _ in a })
         let (zoneUpdates, zoneCreates, movesConfirmed) = (updates, creates, confirmedMoves)
         let outcome = Mutex(Applied())
@@ -454,6 +462,13 @@ public final class FeedPoller: Service, Sendable {
                     case .refused(let why): result.refused.append("\(provider.name) \(reported.id) (\(id)): \(why)")
                     }
                 }
+                for id in retired[zone] ?? [] {
+                    guard let record = stored[zone]?[id], !record.deleted,
+                        case .changed(let fields, _) = GameUpdate.retire(record, provider: provider.name, now: now)
+                    else { continue }
+                    drafts[zone, default: []].append(RecordDraft(recordName: id, recordType: "Game", fields: fields))
+                    result.changed += 1
+                }
                 // A game another process added meanwhile is not added twice.
                 for draft in zoneCreates[zone] ?? [] where stored[zone]?[draft.recordName] == nil {
                     drafts[zone, default: []].append(draft)
@@ -468,6 +483,42 @@ public final class FeedPoller: Service, Sendable {
         applied.created = written.created
         applied.refused += written.refused
         return applied
+    }
+
+    /// The games an answer should have listed and did not, twice in a row, by zone: dropped from the schedule, or
+    /// if-necessary games not needed (docs/FEEDS.md, "Games dropped from the schedule"). Only an answer its league
+    /// trusts for that (an official source's, or where there is none the provider's), only games not yet played or
+    /// under way, only the days inside those asked (a provider's day and a venue's can differ by one at the edges),
+    /// and only when the answer lists games and lacks few (more is the provider's error, not the schedule's).
+    func retiring(
+        _ index: GameIndex, listed: Set<String>, in games: [ProviderGame], from provider: any ScoreProvider, days: ClosedRange<CivilDate>, answer: Int,
+        applied: inout Applied
+    ) -> [String: [String]] {
+        self.absent.withLock { absent in for id in listed { absent[id] = nil } }
+        guard days.upperBound >= days.lowerBound.adding(days: 2), let league = games.first?.league,
+            provider.trust == .official || !self.configuration.hasOfficialSource(league)
+        else { return [:] }
+        let inside = days.lowerBound.adding(days: 1)...days.upperBound.adding(days: -1)
+        let expected = index.games(on: inside, GameIndex.Filter(leagues: [league])).filter { game in
+            [Game.Status.scheduled, .postponed, .delayed].contains(Game.Status(rawValue: game.status) ?? .scheduled)
+        }
+        let missing = expected.filter { !listed.contains($0.id) }
+        guard missing.count <= max(2, expected.count / 10) else {
+            applied.refused.append("\(provider.name): lacks \(missing.count) of the \(expected.count) games of \(inside.lowerBound)…\(inside.upperBound); none retired")
+            return [:]
+        }
+        var retired: [String: [String]] = [:]
+        let abbreviation = String(league.dropFirst("league_".count))
+        self.absent.withLock { absent in
+            for game in missing {
+                if let first = absent[game.id], first < answer {
+                    retired[CanonicalDataset.gameZone("\(abbreviation)_\(game.season)"), default: []].append(game.id)
+                } else if absent[game.id] == nil {
+                    absent[game.id] = answer
+                }
+            }
+        }
+        return retired
     }
 
     /// The answer's bytes; throws on a transport error, a status other than 200, an answer too large, or one not
