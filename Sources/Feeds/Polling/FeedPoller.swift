@@ -296,6 +296,9 @@ public final class FeedPoller: Service, Sendable {
             if slot > started { try await self.clock.sleep(for: .milliseconds(slot - started)) }
             return try provider.parse(try await self.fetch(url), league: league)
         } catch {
+            // A poller stopping (the server shutting down, the lease given up) is not the provider failing: counted, it
+            // would disable a provider that did nothing wrong, and its rest is kept in PostgreSQL.
+            if Task.isCancelled { return nil }
             let reason = (error as? ProviderAnswerError)?.description ?? String(describing: error)
             report.failures.append("\(provider.name): \(reason)")
             let disabled = health.failed(reason, now: self.clock.now, window: self.configuration.failureWindow, disabledFor: self.configuration.disabledFor)

@@ -349,6 +349,16 @@ import Testing
                 #expect(enabled(third) == true)
                 let saved = try await server.dependencies.records.jobStates(logger: TestDatabase.logger)["feed nba-cdn"]
                 #expect(try JSONValue.parse(Array(try #require(saved).utf8))["failures"] == [])
+
+                // A poll stopped while it waits for the provider's rate limit (a server shutting down) is no failure.
+                #expect(await third.poll(league: "league_nba", days: day...day, today: day).provider == "nba-cdn")
+                let stopped = Task { await third.poll(league: "league_nba", days: day...day, today: day) }
+                try await clock.waitForSleepers(1)
+                stopped.cancel()
+                _ = await stopped.value
+                #expect(third.providerStates.first { $0.name == "nba-cdn" }?.lastOutcome.contains("failed") == false)
+                let after = try await server.dependencies.records.jobStates(logger: TestDatabase.logger)["feed nba-cdn"]
+                #expect(try JSONValue.parse(Array(try #require(after).utf8))["failures"] == [])
             }
         }
     }
