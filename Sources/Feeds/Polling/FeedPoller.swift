@@ -27,6 +27,8 @@ public final class FeedPoller: Service, Sendable {
     let health: [String: ProviderHealth]
     /// When each kind of poll of each league is due next (ms), by league.
     private let due = Mutex<[String: [String: Int64]]>([:])
+    /// Where each league's pass over the rest of its seasons is (`walkAhead`), by league.
+    private let ahead = Mutex<[String: CivilDate]>([:])
     /// The backfill's days asked a second time, by `league day`: an answer with games only the next can confirm.
     private let backfillAskedAgain = Mutex(Set<String>())
     /// Games an answer should have listed and did not, by id, with that answer's number: retired when a later answer
@@ -155,6 +157,31 @@ public final class FeedPoller: Service, Sendable {
             }
         }
         await self.backfill(league: league, catalog: catalog, now: now)
+        await self.walkAhead(league: league, catalog: catalog, now: now)
+    }
+
+    /// Walks the rest of the league's seasons being played or published (the current one and the next), from the day
+    /// after the schedule poll's week to the last day of the last, a week an answer (at once again while days are
+    /// left), one pass a day: games added, moved (a start time published later, a day changed), retired and moved to
+    /// another venue over the whole season, not only the coming week. Where a pass is stays in memory: a restart
+    /// starts the day's pass again.
+    func walkAhead(league: String, catalog: CanonicalCatalog, now: Int64) async {
+        let today = Self.usDay(of: now)
+        guard self.due.withLock({ ($0[league]?["ahead"] ?? 0) <= now }) else { return }
+        let start = today.adding(days: self.configuration.scheduleDays)
+        guard let last = catalog.games.seasons(of: league).map(\.span.upperBound).filter({ $0 >= start }).max() else {
+            self.due.withLock { $0[league, default: [:]]["ahead"] = Self.startOfUSDay(today.adding(days: 1)) }
+            return
+        }
+        let first = max(self.ahead.withLock { $0[league] } ?? start, start)
+        let days = first...min(first.adding(days: self.configuration.backfillDays - 1), last)
+        guard await self.poll(league: league, days: days, today: today).provider != nil else {
+            self.due.withLock { $0[league, default: [:]]["ahead"] = now + self.configuration.todayInterval.milliseconds }
+            return
+        }
+        let next = days.upperBound.adding(days: 1)
+        self.ahead.withLock { $0[league] = next <= last ? next : nil }
+        self.due.withLock { $0[league, default: [:]]["ahead"] = next <= last ? now : Self.startOfUSDay(today.adding(days: 1)) }
     }
 
     /// Walks the days already played, from the first day of the league's recent seasons to yesterday, one answer of

@@ -211,14 +211,19 @@ import Testing
                 #expect(football.sorted() == [
                     "/football/nfl/scoreboard?dates=20260909-20260915&limit=1000", "/football/nfl/scoreboard?dates=20261001-20261003&limit=1000",
                     "/football/nfl/scoreboard?dates=20261004&limit=1000", "/football/nfl/scoreboard?dates=20261004-20261010&limit=1000",
+                    "/football/nfl/scoreboard?dates=20261011-20261017&limit=1000",
                 ])
-                // Every league's week ahead and recent days, once; the season's first week of results (the backfill).
-                #expect(replay.requests.count == 16)  // 7 × 2, the live day, the backfill's week
-                // Half a minute later the live game's day is asked again, and the backfill's next week.
+                // Every league's week ahead and recent days, once; the season's first week of results (the backfill) and
+                // the first week after the schedule poll's (the walk over the rest of the season).
+                #expect(replay.requests.count == 17)  // 7 × 2, the live day, the backfill's week, the walk's
+                // Half a minute later the live game's day is asked again, and the backfill's and the walk's next weeks.
                 clock.advance(by: .seconds(30))
                 try await round()
-                let again: [String] = Array(replay.requests.dropFirst(16)).sorted()
-                #expect(again == ["/football/nfl/scoreboard?dates=20260916-20260922&limit=1000", "/football/nfl/scoreboard?dates=20261004&limit=1000"])
+                let again: [String] = Array(replay.requests.dropFirst(17)).sorted()
+                #expect(again == [
+                    "/football/nfl/scoreboard?dates=20260916-20260922&limit=1000", "/football/nfl/scoreboard?dates=20261004&limit=1000",
+                    "/football/nfl/scoreboard?dates=20261018-20261024&limit=1000",
+                ])
             }
         }
     }
@@ -439,9 +444,9 @@ import Testing
                 ])
                 let runs = try await server.dependencies.records.jobRuns(logger: TestDatabase.logger)
                 #expect(runs.first { $0.job == "backfill league_nba" }?.outcome.contains("caught up to yesterday") == true, "\(runs)")
-                let asked = replay.requests.count
+                let asked = backfills().count
                 try await round(second)
-                #expect(replay.requests.count == asked, "caught up: nothing is asked again until tomorrow")
+                #expect(backfills().count == asked, "caught up: no earlier day is asked again until tomorrow")
 
                 let played = try await server.call("canonical/games", ["from": "2026-10-20", "to": "2026-11-27", "league": "nba"], database: "public")
                 let games = try #require(played.json["games"]?.arrayValue)
@@ -627,6 +632,57 @@ import Testing
                 _ = await poll("2026-05-27")
                 let (four, sixth, seven) = (try await status(4), try await status(6), try await status(7))
                 #expect(four == "final" && sixth == "cancelled" && seven == "cancelled")
+            }
+        }
+    }
+
+    /// The walk over the rest of the season finds a start time the league published after the dataset was built: MLB
+    /// 2027's opener, in the dataset on its day with no time, gets the official time (and its gamePk) weeks ahead.
+    @Test func aStartTimePublishedLaterReachesATimeTBDGameWeeksAhead() async throws {
+        let dataset = try Self.dataset(["mlb_2027"])
+        let names = Dictionary(uniqueKeysWithValues: dataset.teams.map { ($0.id, $0.name) })
+        try await TestServer.runImported(dataset) { server in
+            try await ReplayServer.run { replay, base in
+                // 2027-03-10: the schedule poll's week ends on the 16th; the opener is on the 25th.
+                let clock = ManualClock(startingAt: GameTime.milliseconds("2027-03-10T17:00:00Z")!)
+                var configuration = FeedConfiguration()
+                configuration.providers = [MLBStatsAPI()]
+                configuration.baseURLs = ["mlb-stats": base]
+                configuration.targets = [(TestServer.development.container, "development")]
+                let poller = FeedPoller(
+                    records: server.dependencies.records, canonical: CanonicalEndpoints(records: server.dependencies.records),
+                    configuration: configuration, clock: clock.clock, logger: TestDatabase.logger)
+                let opener: JSONValue = [
+                    "gamePk": 800_001, "gameDate": "2027-03-25T20:05:00Z", "officialDate": "2027-03-25", "gameType": "R", "gameNumber": 1,
+                    "status": ["codedGameState": "S", "detailedState": "Scheduled", "abstractGameState": "Preview"],
+                    "teams": [
+                        "home": ["team": ["name": .string(names["team_mlb_pirates"] ?? "")]],
+                        "away": ["team": ["name": .string(names["team_mlb_athletics"] ?? "")]],
+                    ],
+                ]
+                replay.answer { path in
+                    guard path.hasPrefix("/api/v1/schedule") else { return nil }
+                    let games: [JSONValue] = path.contains("startDate=2027-03-24") ? [opener] : []
+                    return Array(JSONWriter.encode(["dates": [["games": .array(games)]]]).utf8)
+                }
+                for _ in 1...3 {
+                    let done = ManagedAtomicFlag()
+                    async let polled: Void = {
+                        await poller.runDue(league: "league_mlb")
+                        done.set()
+                        clock.sleepersChanges.changed()
+                    }()
+                    try await eventually("the round ends", on: clock.sleepersChanges) {
+                        if let wake = clock.nextWake, wake - clock.now <= 1000 { clock.advance(by: .milliseconds(wake - clock.now)) }
+                        return done.isSet
+                    }
+                    await polled
+                }
+                #expect(replay.requests.contains { $0.contains("startDate=2027-03-17&endDate=2027-03-23") })
+                let game = try await Self.game(server, "game_mlb_2027_2027_03_25_athletics_pirates_1", zone: "games_mlb_2027")
+                #expect(Self.value(game, "startTime")?.int64Value == GameTime.milliseconds("2027-03-25T20:05:00Z"))
+                #expect(Self.value(game, "timeTBD") == 0 && Self.value(game, "localDate") == "2027-03-25")
+                #expect(Self.value(game, "feedIds") == ["mlb-stats:800001"])
             }
         }
     }
