@@ -98,6 +98,9 @@ extension StadiumCloudClient {
             do {
                 _ = try await self.finishUpload(job)
                 finished += 1
+            } catch let error as SyncError where error.code == ServerErrorCode.authenticationRequired.rawValue {
+                // Signed out meanwhile (the account erased, the session ended): the sync says so, not only `isSignedIn`.
+                throw error
             } catch {
                 continue  // offline, the server away, or refused: it stays pending (`photos()` shows it) for the next sync
             }

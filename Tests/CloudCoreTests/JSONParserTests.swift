@@ -70,4 +70,16 @@ import Testing
             #expect(throws: CloudError.self) { try JSONValue.parse(Array(before.utf8) + bad + Array(after.utf8)) }
         }
     }
+
+    /// An escape may name only a whole Unicode scalar: a lone high or low surrogate, a high one followed by
+    /// anything but a low one, or one cut off by the string's end is refused like raw bytes that are not UTF-8,
+    /// never stored as U+FFFD (two different bad names would then be one record).
+    @Test(arguments: [#"\ud800"#, #"\udc00"#, #"\uDBFF\u0041"#, #"\ud800\ud800"#, #"\ud800\n"#, #"\ud800x"#, #"a\udfff\ude00"#])
+    func rejectsUnpairedSurrogateEscapes(_ escapes: String) throws {
+        for json in ["\"\(escapes)\"", "\"caf\(escapes)é\"", "{\"\(escapes)\":1}"] {
+            let error = #expect(throws: CloudError.self) { try JSONValue.parse(Array(json.utf8)) }
+            #expect(error?.reason.contains("not valid UTF-8") == true, "\(json): \(String(describing: error))")
+        }
+        #expect(try JSONValue.parse(Array(#"["\ud83d\ude00", "\uD83D\uDE00", "\uffff"]"#.utf8)) == ["😀", "😀", "\u{FFFF}"])
+    }
 }

@@ -145,17 +145,7 @@ struct JSONParser {
                 case UInt8(ascii: "r"): scalars.append(0x0D)
                 case UInt8(ascii: "t"): scalars.append(0x09)
                 case UInt8(ascii: "u"):
-                    var code = try self.hex4()
-                    if (0xD800..<0xDC00).contains(code), self.index + 1 < self.bytes.count,
-                        self.bytes[self.index] == UInt8(ascii: "\\"), self.bytes[self.index + 1] == UInt8(ascii: "u")
-                    {
-                        self.index += 2
-                        let low = try self.hex4()
-                        guard (0xDC00..<0xE000).contains(low) else { throw Failure(reason: "invalid surrogate pair") }
-                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
-                    }
-                    let scalar = Unicode.Scalar(code) ?? "\u{FFFD}"
-                    scalars.append(contentsOf: Array(String(Character(scalar)).utf8))
+                    scalars.append(contentsOf: Array(String(Character(try self.escapedScalar())).utf8))
                 default:
                     throw Failure(reason: "invalid escape")
                 }
@@ -171,6 +161,29 @@ struct JSONParser {
     private static func text(_ bytes: some Collection<UInt8>) throws -> String {
         guard let text = String(validating: bytes, as: UTF8.self) else { throw Failure(reason: "a string is not valid UTF-8") }
         return text
+    }
+
+    /// The scalar a `\u` escape names (its `\u` already read), a surrogate pair taken together. An unpaired
+    /// surrogate names no scalar: refused like raw bytes that are not UTF-8, because storing it as U+FFFD would
+    /// make different names one.
+    private mutating func escapedScalar() throws -> Unicode.Scalar {
+        let code = try self.hex4()
+        guard (0xD800..<0xDC00).contains(code) else {
+            guard let scalar = Unicode.Scalar(code) else { throw Self.unpairedSurrogate(code) }
+            return scalar
+        }
+        guard self.index + 1 < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "\\"),
+            self.bytes[self.index + 1] == UInt8(ascii: "u")
+        else { throw Self.unpairedSurrogate(code) }
+        self.index += 2
+        let low = try self.hex4()
+        guard (0xDC00..<0xE000).contains(low) else { throw Self.unpairedSurrogate(code) }
+        // A high and a low surrogate always make a scalar in U+10000...U+10FFFF.
+        return Unicode.Scalar(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00))!
+    }
+
+    private static func unpairedSurrogate(_ code: UInt32) -> Failure {
+        Failure(reason: "a string is not valid UTF-8: the escape \\u\(String(code, radix: 16, uppercase: true)) is an unpaired surrogate")
     }
 
     private mutating func hex4() throws -> UInt32 {

@@ -95,8 +95,29 @@ struct AssetController: Sendable {
 
     func offset(_ request: Request, _ context: CloudRequestContext) async throws -> Response {
         let grant = try self.uploadGrant(request, context)
+        // An erased account's upload is gone, not empty: NOT_FOUND, as its next chunk is answered.
+        _ = try await self.assetUsage(of: grant.databaseID, context.logger)
         let length = try await self.store.uploadedLength(of: grant.upload)
         return Response(status: .ok, headers: [Self.uploadOffset: String(length)])
+    }
+
+    /// The bytes of assets the database stores, for its quota; `RecordStore.uploadToErasedDatabase` (NOT_FOUND) when
+    /// it is gone (its account erased). Within the database routes' deadline (503 while PostgreSQL is away).
+    func assetUsage(of databaseID: Int64, _ logger: Logger) async throws -> Int64 {
+        let records = self.records
+        return try await withDatabaseDeadline(self.configuration.databaseTimeout, clock: self.configuration.clock) {
+            try await records.assetUsage(of: databaseID, logger: logger)
+        }
+    }
+
+    /// Whether the database is gone (its account erased); false when that cannot be told now.
+    func isErased(_ databaseID: Int64, _ logger: Logger) async -> Bool {
+        do {
+            _ = try await self.assetUsage(of: databaseID, logger)
+            return false
+        } catch {
+            return error as? CloudError == RecordStore.uploadToErasedDatabase
+        }
     }
 
     /// Streams the body to the store: a raw body, or the file part of a multipart one. Extension for
@@ -116,9 +137,8 @@ struct AssetController: Sendable {
             throw CloudError(.quotaExceeded, "the asset is \(length) bytes; the limit is \(maxSize)")
         }
         let quota = self.configuration.accountQuotaBytes
-        // The database parts answer within the same deadline as the database routes (503 while PostgreSQL is away).
         let (records, logger, deadline, clock) = (self.records, context.logger, self.configuration.databaseTimeout, self.configuration.clock)
-        let used = try await withDatabaseDeadline(deadline, clock: clock) { try await records.assetUsage(of: grant.databaseID, logger: logger) }
+        let used = try await self.assetUsage(of: grant.databaseID, logger)
         if let length = total ?? request.headers[.contentLength].flatMap({ Int64($0) }), length > quota - used {
             throw CloudError(.quotaExceeded, "this account stores \(used) bytes of assets; \(length) more would pass its \(quota)-byte quota")
         }
@@ -130,47 +150,49 @@ struct AssetController: Sendable {
             // A plain retry starts over.
             try await self.store.discard(upload: grant.upload)
         }
-        let length =
-            if let boundary {
-                try await self.store.append(
-                    MultipartFileStream(base: request.body, boundary: boundary), to: grant.upload, at: offset, maxSize: maxSize)
-            } else {
-                try await self.store.append(request.body, to: grant.upload, at: offset, maxSize: maxSize)
-            }
-        if let total, length < total {
-            // An erasure that ran while these bytes came in has discarded the uploads it found: these go too.
-            do { _ = try await withDatabaseDeadline(deadline, clock: clock) { try await records.assetUsage(of: grant.databaseID, logger: logger) } } catch
-                let error as CloudError where error == RecordStore.uploadToErasedDatabase
-            {
-                try? await self.store.discard(upload: grant.upload)
-                throw error
-            }
-            var json = JSONWriter()
-            json.value(["uploadOffset": .int(length)])
-            return Response(
-                status: .ok, headers: [Self.uploadOffset: String(length), .contentType: "application/json"],
-                body: .init(byteBuffer: ByteBuffer(bytes: json.bytes)))
-        }
-        // A body of unknown length is checked against the quota once its size is known.
-        guard used + length <= quota else {
-            try await self.store.discard(upload: grant.upload)
-            throw CloudError(.quotaExceeded, "this asset would pass the account's \(quota)-byte quota")
-        }
-        let asset = try await self.store.verify(upload: grant.upload, expectedChecksum: request.headers[Self.checksum])
-        let store = self.store
         do {
+            let length =
+                if let boundary {
+                    try await self.store.append(
+                        MultipartFileStream(base: request.body, boundary: boundary), to: grant.upload, at: offset, maxSize: maxSize)
+                } else {
+                    try await self.store.append(request.body, to: grant.upload, at: offset, maxSize: maxSize)
+                }
+            if let total, length < total {
+                // An erasure that ran while these bytes came in has discarded the uploads it found: these go too (below).
+                _ = try await self.assetUsage(of: grant.databaseID, logger)
+                var json = JSONWriter()
+                json.value(["uploadOffset": .int(length)])
+                return Response(
+                    status: .ok, headers: [Self.uploadOffset: String(length), .contentType: "application/json"],
+                    body: .init(byteBuffer: ByteBuffer(bytes: json.bytes)))
+            }
+            // A body of unknown length is checked against the quota once its size is known.
+            guard used + length <= quota else {
+                try await self.store.discard(upload: grant.upload)
+                throw CloudError(.quotaExceeded, "this asset would pass the account's \(quota)-byte quota")
+            }
+            let asset = try await self.store.verify(upload: grant.upload, expectedChecksum: request.headers[Self.checksum])
+            let store = self.store
             try await withDatabaseDeadline(deadline, clock: clock) {
                 try await records.publishAsset(checksum: asset.checksum, size: asset.size, in: grant.databaseID, logger: logger) {
                     try await store.publish(upload: grant.upload, owner: grant.owner, asset: asset)
                 }
             }
-        } catch let error as CloudError where error.code == .notFound {
-            // Its account was erased while the bytes came in: they go too.
-            try? await store.discard(upload: grant.upload)
-            throw error
+            return self.receipt(for: asset, owner: grant.owner)
+        } catch {
+            // An erasure while the bytes came in discards them, so a later step finds none ("has no bytes") or fails in
+            // the store: the answer is the erasure's (docs/PRIVACY.md), and what came in goes too.
+            if error as? CloudError != RecordStore.uploadToErasedDatabase, await !self.isErased(grant.databaseID, logger) { throw error }
+            try? await self.store.discard(upload: grant.upload)
+            throw RecordStore.uploadToErasedDatabase
         }
+    }
+
+    /// The answer to a completed upload: its checksum, size and a receipt a record write presents.
+    func receipt(for asset: StoredAsset, owner: String) -> Response {
         let receipt = self.capabilities.sign(
-            .receipt, owner: grant.owner, validFor: self.configuration.receiptLifetimeSeconds, size: asset.size, subject: asset.checksum)
+            .receipt, owner: owner, validFor: self.configuration.receiptLifetimeSeconds, size: asset.size, subject: asset.checksum)
         var json = JSONWriter()
         json.value(["singleFile": ["fileChecksum": .string(asset.checksum), "size": .int(asset.size), "receipt": .string(receipt)]])
         return Response(

@@ -81,7 +81,7 @@ extension DatabaseController {
         let token = try await withDatabaseDeadline(self.configuration.databaseTimeout, clock: self.clock) {
             try await self.records.courierToken(text, logger: logger)
         }
-        guard let token else { throw CloudError(.authenticationFailed, "unknown push token; create one with tokens/create") }
+        guard let token else { throw CourierToken.unknown }
         guard token.expiresMs > self.clock.now else { throw Self.expired }
         let environmentCode = token.environment == "production" ? 2 : 1
         let frame = { @Sendable (notice: ChangeNotice) in

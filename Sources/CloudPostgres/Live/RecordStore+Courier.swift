@@ -16,6 +16,10 @@ public struct CourierToken: Sendable {
     public var expiresMs: Int64
     /// The databases it is told about: the person's private one and the public one.
     public var databaseIDs: [Int64]
+
+    /// What a courier poll is answered for a token this server does not hold: never issued, removed after it expired,
+    /// or gone with its account (an erasure ends a poll held on it with this answer).
+    public static let unknown = CloudError(.authenticationFailed, "unknown push token; create one with tokens/create")
 }
 
 /// The web courier's state (docs/SYNC.md, "Live sync"): per token, how far each database's changes have been
@@ -70,10 +74,11 @@ extension RecordStore {
         return nil
     }
 
-    /// The token's next notice, rendered by `frame`, or nil when there is none yet. When none is queued, the changes
-    /// since the token's positions are matched against `subscriptions` (in order of change), queued, and the
-    /// positions advanced; subscriptions that fire once and fired are deleted. Concurrent polls of one token take
-    /// turns (the token's row is locked), so each notice is delivered once.
+    /// The token's next notice, rendered by `frame`, or nil when there is none yet; `CourierToken.unknown` when the
+    /// token is gone (its account erased while a poll waited). When none is queued, the changes since the token's
+    /// positions are matched against `subscriptions` (in order of change), queued, and the positions advanced;
+    /// subscriptions that fire once and fired are deleted. Concurrent polls of one token take turns (the token's row
+    /// is locked), so each notice is delivered once.
     public func nextNotice(
         for token: CourierToken, subscriptions: [ActiveSubscription], logger: Logger, frame: @Sendable (ChangeNotice) -> String
     ) async throws -> String? {
@@ -83,7 +88,7 @@ extension RecordStore {
             {
                 exists = true
             }
-            guard exists else { return nil }
+            guard exists else { throw CourierToken.unknown }
             if let queued = try await Self.popFrame(token, on: connection, logger: logger) { return queued }
             var positions: [Int64: (seq: Int64, head: Int64)] = [:]
             for try await (database, seq, head) in try await connection.query(

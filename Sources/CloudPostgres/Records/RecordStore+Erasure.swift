@@ -64,7 +64,8 @@ extension RecordStore {
         }
         self.databaseIDs.withLock { ids in ids = ids.filter { $0.key.ownerAccountID != accountID } }
         (erasure.databaseIDs, erasure.records, erasure.assets) = (databases, records, blobs.count)
-        // Long polls held on the account's databases wake to answer what is left (nothing); the next request is 421.
+        // Long polls held on the account's databases, here and in other processes, wake and find their database gone:
+        // answered at once with what the next request gets (421; 401 for a courier token), not at their timeout.
         self.changes.committed(databases)
         for (databaseID, checksum) in blobs {
             // A blob left behind (a store that failed now) has no row any more: the asset collector's orphan sweep

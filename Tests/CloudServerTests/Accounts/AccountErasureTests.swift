@@ -2,6 +2,7 @@ import CloudAssets
 import CloudCore
 import CloudHTTP
 @testable import CloudPostgres
+import CloudRuntime
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
@@ -155,13 +156,73 @@ import Testing
             }
             await #expect { try await tablet.sync() } throws: { ($0 as? SyncError)?.code == "AUTHENTICATION_REQUIRED" }
             #expect(erased.withLock { $0 } && !tablet.isSignedIn && !phone.isSignedIn)
-            // The erasure ran as the tablet asked where its upload stood: no byte it sent after that was stored.
-            let afterErasure = network.sent("/assets/upload/").drop { $0.method != "HEAD" }.dropFirst()
+            // The erasure ran as the tablet asked where its upload stood: the upload is gone (404), no byte more is sent.
+            let afterErasure = network.sent("/assets/upload/").drop { $0.method != "HEAD" }
             #expect(afterErasure.map(\.status) == [404], "\(Array(afterErasure))")
             let leftovers = try await Self.rowsNaming(server.alice.account, databases: [database], server.dependencies.records)
             #expect(leftovers.isEmpty, "\(leftovers)")
             #expect(try await server.dependencies.assets.discardUploads(prefix: "db\(database)-") == 0, "no upload in progress is left")
             #expect(try await server.dependencies.assets.blobs(olderThan: -1).filter { $0.owner == "db\(database)" }.isEmpty)
+        }
+    }
+
+    /// Erasure ends the account's long polls at once (docs/PRIVACY.md), whatever they wait on: a database token, zone
+    /// tokens, the web courier. Each is answered what its next request would get, 421 (a device signs out) or 401 for
+    /// a courier token gone with the account, not `changed: false` at its timeout; another account's wait holds on.
+    @Test func anErasureEndsTheAccountsLongPollsAtOnce() async throws {
+        try await TestServer.run { server in
+            let feed = server.dependencies.records.changes.feed
+            let databaseToken = try #require(try await server.call("changes/database", [:], as: server.alice).json["syncToken"])
+            let zoneToken = try await server.pull().token
+            let courier = try await SubscriptionTests.courierURL(server).path
+            let bobsToken = try #require(try await server.call("changes/database", [:], as: server.bob).json["syncToken"])
+            async let databaseWait = server.call("changes/wait", ["syncToken": databaseToken, "timeout": 30], as: server.alice)
+            async let zoneWait = server.call("changes/wait", LiveSyncTests.zoneWait(zoneToken), as: server.alice)
+            async let courierPoll = SubscriptionTests.poll(server, courier, timeout: 30)
+            async let bobsWait = server.call("changes/wait", ["syncToken": bobsToken, "timeout": 30], as: server.bob)
+            try await LiveSyncTests.waiters(4, on: feed)
+
+            _ = try await eraseAccount(
+                "alice", records: server.dependencies.records, credentials: server.dependencies.credentials, assets: server.dependencies.assets,
+                logger: TestDatabase.logger)
+            for answer in [try await databaseWait, try await zoneWait] {
+                #expect(answer.status == 421 && answer.errorCode == "AUTHENTICATION_REQUIRED", "\(answer.json)")
+            }
+            #expect(try await courierPoll.status == 401)
+            #expect(feed.waiting == 1, "Bob's wait holds on")
+            try await server.modify([Op.create("bobs")], as: server.bob)
+            #expect(try await bobsWait.json["changed"] == true)
+        }
+    }
+
+    /// An upload whose bytes were arriving as its account was erased (a whole body, and a chunk of a resumable one),
+    /// and the offset of one begun before: NOT_FOUND (404) as docs/ASSETS.md says, never "has no bytes" nor offset 0,
+    /// and none of their bytes are kept.
+    @Test func anUploadUnderwayWhenItsAccountIsErasedIsNotFound() async throws {
+        try await TestServer.run(assets: { InterposedAssetStore($0) }) { server in
+            let store = try #require(server.dependencies.assets as? InterposedAssetStore)
+            let uploadLength = HTTPField.Name("Upload-Length")!
+            let cases: [(name: String, account: TestAccount, headers: HTTPFields)] = [
+                ("alice", server.alice, [:]), ("bob", server.bob, [uploadLength: "5000"]),
+            ]
+            for (name, account, headers) in cases {
+                let database = try await account.databaseID(server)
+                let begun = try await server.uploadURL(as: account)
+                #expect(try await server.send(begun, TestData.bytes(100), headers: [uploadLength: "1000"]).status == .ok)
+                let underway = try await server.uploadURL(as: account)
+                store.once(afterBytes: {
+                    _ = try await eraseAccount(
+                        name, records: server.dependencies.records, credentials: server.dependencies.credentials, assets: store,
+                        logger: TestDatabase.logger)
+                })
+                let finished = try await server.send(underway, TestData.bytes(2_000), headers: headers)
+                #expect(finished.status == .notFound, "\(name): \(String(buffer: finished.body))")
+                #expect(try JSONValue.parse(finished.body.readableBytesView)["serverErrorCode"] == "NOT_FOUND", "\(String(buffer: finished.body))")
+                let resume = try await server.send(begun, method: .head)
+                #expect(resume.status == .notFound && resume.headers[HTTPField.Name("Upload-Offset")!] == nil, "\(name): \(resume.status)")
+                #expect(try await store.discardUploads(prefix: "db\(database)-") == 0, "no upload in progress is left")
+                #expect(try await store.blobs(olderThan: -1).filter { $0.owner == "db\(database)" }.isEmpty)
+            }
         }
     }
 

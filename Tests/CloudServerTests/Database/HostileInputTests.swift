@@ -1,6 +1,7 @@
 import CloudCore
 import CloudHTTP
 import CloudPostgres
+import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import NIOCore
@@ -44,6 +45,62 @@ import Testing
             #expect(answer.1["reason"]?.stringValue?.contains("UTF-8") == true, "\(answer.1)")
             let lookup = try await server.call("records/lookup", ["records": [["recordName": "latin1"]]], as: server.alice)
             #expect(lookup.anyErrorCode == "NOT_FOUND", "\(lookup.json)")
+        }
+    }
+
+    /// `\ud800` names no character: stored as U+FFFD, two devices' different bad names would be one record. Each place a client names or sends text refuses it like bytes that are not UTF-8, and writes
+    /// nothing, not even a just-in-time schema field; a proper pair (😀) still works in each place.
+    @Test func unpairedSurrogateEscapesAreBadRequestsAndStoreNothing() async throws {
+        try await TestServer.run { server in
+            // Each body names or sends text in one place, `?` standing for the escape.
+            func create(_ record: String, zone: String = "") -> String {
+                #"{\#(zone)"operations":[{"operationType":"create","record":{"recordType":"Visit",\#(record)}}]}"#
+            }
+            let bodies: [(path: String, body: String)] = [
+                ("records/modify", create(#""recordName":"visit-?""#)),
+                ("records/modify", create(#""recordName":"n","fields":{"note?":{"value":"x"}}"#)),
+                ("records/modify", create(#""recordName":"v","fields":{"note":{"value":"?"}}"#)),
+                (
+                    "records/modify",
+                    create(#""recordName":"r","fields":{"link":{"type":"REFERENCE","value":{"recordName":"visit-?","action":"NONE"}}}"#)
+                ),
+                ("zones/modify", #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trips?"}}}]}"#),
+                ("records/modify", create(#""recordName":"z""#, zone: #""zoneID":{"zoneName":"Trips?"},"#)),
+                (
+                    "records/query",
+                    #"{"query":{"recordType":"Visit","filterBy":[{"fieldName":"note","comparator":"EQUALS","fieldValue":{"value":"?"}}]}}"#
+                ),
+                (
+                    "subscriptions/modify",
+                    #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"sub-?","subscriptionType":"database"}}]}"#
+                ),
+            ]
+            func stored() async throws -> [JSONValue] {
+                [
+                    try await server.call("records/query", ["query": ["recordType": "Visit"]], as: server.alice).json,
+                    try await server.call("zones/list", as: server.alice).json,
+                    try await server.call("subscriptions/list", as: server.alice).json,
+                ]
+            }
+            let before = try await stored()
+            let schemaBefore = try await server.dependencies.records.deployedSchema(in: TestServer.development, logger: TestDatabase.logger)
+            // A lone high surrogate (also at the end of a string), a lone low one, a high one before a non-low escape.
+            for unpaired in [#"\ud800"#, #"\uDC00"#, #"\ud800\u0041"#] {
+                for (path, body) in bodies {
+                    let reply = try await server.call(path, as: server.alice, rawBody: body.replacingOccurrences(of: "?", with: unpaired))
+                    #expect(reply.status == 400, "\(path) \(unpaired): \(reply.json)")
+                    #expect(reply.errorCode == "BAD_REQUEST", "\(path) \(unpaired): \(reply.json)")
+                    #expect(reply.json["reason"]?.stringValue?.contains("not valid UTF-8") == true, "\(path) \(unpaired): \(reply.json)")
+                }
+            }
+            #expect(try await stored() == before)
+            #expect(try await server.dependencies.records.deployedSchema(in: TestServer.development, logger: TestDatabase.logger) == schemaBefore)
+            for (path, body) in bodies {
+                let reply = try await server.call(path, as: server.alice, rawBody: body.replacingOccurrences(of: "?", with: #"\ud83d\ude00"#))
+                #expect(reply.status == 200 && reply.anyError == nil, "\(path): \(reply.json)")
+            }
+            let lookup = try await server.call("records/lookup", ["records": [["recordName": "visit-😀"]]], as: server.alice)
+            #expect(lookup.records.first?["recordName"] == "visit-😀", "\(lookup.json)")
         }
     }
 

@@ -38,8 +38,10 @@ struct TestServer: Sendable {
 
     /// Runs `body` against a new server and database.
     /// With `.live` the server listens on a free loopback port (`client.port`), for tests that use real clients.
+    /// `assets` wraps the server's asset store (an `InterposedAssetStore`).
     static func run(
         _ setup: TestingSetup = .router, configure: (inout ServerConfiguration) -> Void = { _ in },
+        assets: @escaping @Sendable (any AssetStore) -> any AssetStore = { $0 },
         logger: Logger = TestDatabase.logger, _ body: @Sendable (TestServer) async throws -> Void
     ) async throws {
         var configuration = ServerConfiguration()
@@ -59,18 +61,21 @@ struct TestServer: Sendable {
         let phase = Phase("waiting for a database")
         let name = Test.current?.name ?? "?"
         try await withTaskCancellationHandler {
-            try await Self.serve(configuration, logger: logger, phase: phase, setup, body)
+            try await Self.serve(configuration, assets: assets, logger: logger, phase: phase, setup, body)
         } onCancel: {
             FileHandle.standardError.write(Data("cancelled: \(name), \(phase.now)\n".utf8))
         }
     }
 
     private static func serve(
-        _ configuration: ServerConfiguration, logger: Logger, phase: Phase, _ setup: TestingSetup,
-        _ body: @Sendable (TestServer) async throws -> Void
+        _ configuration: ServerConfiguration, assets: @Sendable (any AssetStore) -> any AssetStore, logger: Logger, phase: Phase,
+        _ setup: TestingSetup, _ body: @Sendable (TestServer) async throws -> Void
     ) async throws {
         try await withTestStore(configuration) { [configuration] dependencies in
             phase.set("setting up")
+            var wrapped = dependencies
+            wrapped.assets = assets(dependencies.assets)
+            let dependencies = wrapped
             let credentials = dependencies.credentials
             let apiToken = try await credentials.createAPIToken(label: "test", logger: logger)
             let serverKey = P256.Signing.PrivateKey()
