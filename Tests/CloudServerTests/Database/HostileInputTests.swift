@@ -48,8 +48,9 @@ import Testing
         }
     }
 
-    /// `\ud800` names no character: stored as U+FFFD, two devices' different bad names would be one record. Each place a client names or sends text refuses it like bytes that are not UTF-8, and writes
-    /// nothing, not even a just-in-time schema field; a proper pair (😀) still works in each place.
+    /// `\ud800` names no character: stored as U+FFFD, two devices' different bad names would be one record. Each
+    /// place a client names or sends text refuses it like bytes that are not UTF-8, and writes nothing, not even a
+    /// just-in-time schema field; a proper pair (😀) still works in each place.
     @Test func unpairedSurrogateEscapesAreBadRequestsAndStoreNothing() async throws {
         try await TestServer.run { server in
             // Each body names or sends text in one place, `?` standing for the escape.
