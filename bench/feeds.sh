@@ -5,8 +5,9 @@
 # work, games changed); fetch-to-wake, from the provider's answer carrying a new score to a device's changes/wait
 # on the season zone answering; and visit saves' p99 while scores change every 2 s against while nothing changes.
 # BENCH_ROUNDS (50) fetch-to-wake rounds, BENCH_SAVES (2000) saves per condition, BENCH_CLIENTS (6) accounts
-# saving, BENCH_SAVE_RATE (50) saves/s in all. BENCH_BIN runs a stadiumcloud binary already built instead of
-# building the release one.
+# saving, BENCH_SAVE_RATE (50) saves/s in all. Last, what each kind of feed write costs the catalog's next reader
+# (stadiumcloud-bench's catalog suite, in memory: a score, a moved start, a new provider id, a new game). BENCH_BIN
+# runs a stadiumcloud binary already built (and the stadiumcloud-bench beside it) instead of building the release ones.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/postgres.sh
@@ -135,3 +136,13 @@ echo "Server log: $(grep -c "a provider's game was left as it was" "$feeds_work/
     "$(grep -c "could not be written" "$feeds_work/server.log" || true) failed writes," \
     "$(grep -c -E " (error|critical) " "$feeds_work/server.log" || true) errors"
 grep -E "left as it was|score provider|could not be written| error | critical " "$feeds_work/server.log" | head -n 8 || true
+
+# What each kind of feed write costs the next reader of the catalog (no server, no database).
+echo
+if [ -n "${BENCH_BIN:-}" ]; then
+    catalog_bench="$(dirname "$BENCH_BIN")/stadiumcloud-bench"
+else
+    swift build -c release --product stadiumcloud-bench >&2
+    catalog_bench="$(swift build -c release --show-bin-path)/stadiumcloud-bench"
+fi
+BENCH_SUITE=catalog BENCH_DATASET=Resources/canonical BENCH_ROUNDS="${BENCH_CATALOG_ROUNDS:-300}" "$catalog_bench"

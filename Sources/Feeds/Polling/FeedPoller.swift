@@ -79,7 +79,10 @@ public final class FeedPoller: Service, Sendable {
                     await self.loadHealth()
                     let until = self.clock.now + Self.lease.milliseconds
                     await withTaskGroup(of: Void.self) { group in
-                        for league in self.configuration.leagues { group.addTask { await self.poll(league, until: until) } }
+                        for league in self.configuration.leagues {
+                            group.addTask { await self.keepPolling(league, walks: false, until: until) }
+                            group.addTask { await self.keepPolling(league, walks: true, until: until) }
+                        }
                     }
                 }
             } catch is CancellationError {
@@ -97,13 +100,17 @@ public final class FeedPoller: Service, Sendable {
     static let unconfirmedGame =
         "matches no canonical game; only an official source, two sources agreeing, or (in a league with no official source) the provider's next answer add games"
 
+    /// The polls that walk a season's days (`backfill`, `walkAhead`). They run apart from a league's live, today,
+    /// schedule and recent polls, and wait for their provider to be idle, so a season's walk never delays tonight's
+    /// scores.
+    static let walks: Set<String> = ["backfill", "ahead"]
 
-    /// Polls `league` whenever one of its polls is due, until `until` (ms).
-    func poll(_ league: String, until: Int64) async {
+    /// Runs `league`'s polls (or its walks) whenever one is due, until `until` (ms).
+    func keepPolling(_ league: String, walks: Bool, until: Int64) async {
         while !Task.isCancelled, self.clock.now < until {
-            await self.runDue(league: league)
+            if walks { await self.runWalks(league: league) } else { await self.runPolls(league: league) }
             let now = self.clock.now
-            let next = self.due.withLock { $0[league]?.values.min() } ?? now + 60_000
+            let next = self.due.withLock { $0[league]?.filter { Self.walks.contains($0.key) == walks }.values.min() } ?? now + 60_000
             do { try await self.clock.sleep(for: .milliseconds(min(max(next - now, 1000), 60_000))) } catch { return }
         }
     }
@@ -115,21 +122,38 @@ public final class FeedPoller: Service, Sendable {
         }
     }
 
-    /// The polls of `league` due now: every `liveInterval` while it plays, every `todayInterval` while games are left
-    /// today, the coming days' schedule daily, the last days' results for corrections every `recentInterval`.
+    /// The polls and walks of `league` due now, one after the other.
     public func runDue(league: String) async {
-        let now = self.clock.now
-        let today = Self.usDay(of: now)
-        guard let target = self.configuration.targets.first else { return }
-        let catalog: CanonicalCatalog
+        await self.runPolls(league: league)
+        await self.runWalks(league: league)
+    }
+
+    /// The games the polls look at: the first target database's catalog.
+    func catalog(for league: String) async -> CanonicalCatalog? {
+        guard let target = self.configuration.targets.first else { return nil }
         do {
             let database = try await self.records.database(
                 container: target.container, environment: target.environment, scope: .public, owner: nil, logger: self.logger)
-            catalog = try await self.canonical.catalog(for: database, logger: self.logger)
+            return try await self.canonical.catalog(for: database, logger: self.logger)
         } catch {
             self.logger.error("the feeds could not read the games", metadata: ["league": "\(league)", "error": "\(error)"])
-            return
+            return nil
         }
+    }
+
+    /// The walks of `league` due now: the backfill, and the rest of its seasons.
+    func runWalks(league: String) async {
+        guard let catalog = await self.catalog(for: league) else { return }
+        await self.backfill(league: league, catalog: catalog, now: self.clock.now)
+        await self.walkAhead(league: league, catalog: catalog, now: self.clock.now)
+    }
+
+    /// The polls of `league` due now: every `liveInterval` while it plays, every `todayInterval` while games are left
+    /// today, the coming days' schedule daily, the last days' results for corrections every `recentInterval`.
+    func runPolls(league: String) async {
+        let now = self.clock.now
+        let today = Self.usDay(of: now)
+        guard let catalog = await self.catalog(for: league) else { return }
         let games = catalog.games.games(on: today.adding(days: -1)...today, GameIndex.Filter(leagues: [league]))
         let playing = games.filter { game in
             let status = Game.Status(rawValue: game.status) ?? .scheduled
@@ -156,8 +180,6 @@ public final class FeedPoller: Service, Sendable {
                 self.due.withLock { $0[league, default: [:]][poll.kind] = now + self.configuration.todayInterval.milliseconds }
             }
         }
-        await self.backfill(league: league, catalog: catalog, now: now)
-        await self.walkAhead(league: league, catalog: catalog, now: now)
     }
 
     /// Walks the rest of the league's seasons being played or published (the current one and the next), from the day
@@ -175,7 +197,7 @@ public final class FeedPoller: Service, Sendable {
         }
         let first = max(self.ahead.withLock { $0[league] } ?? start, start)
         let days = first...min(first.adding(days: self.configuration.backfillDays - 1), last)
-        guard await self.poll(league: league, days: days, today: today).provider != nil else {
+        guard await self.poll(league: league, days: days, today: today, yielding: true).provider != nil else {
             self.due.withLock { $0[league, default: [:]]["ahead"] = now + self.configuration.todayInterval.milliseconds }
             return
         }
@@ -210,7 +232,7 @@ public final class FeedPoller: Service, Sendable {
         }
         let days = first...min(first.adding(days: self.configuration.backfillDays - 1), today.adding(days: -1))
         let started = self.clock.now
-        let report = await self.poll(league: league, days: days, today: today)
+        let report = await self.poll(league: league, days: days, today: today, yielding: true)
         guard report.provider != nil else {
             self.due.withLock { $0[league, default: [:]]["backfill"] = now + self.configuration.todayInterval.milliseconds }
             return
@@ -255,16 +277,17 @@ public final class FeedPoller: Service, Sendable {
     /// Asks the providers of `league` for `days`, most trusted first, until one answers, and applies its games to
     /// every target database.
     @discardableResult
-    public func poll(league: String, days: ClosedRange<CivilDate>, today: CivilDate) async -> Report {
+    /// - Parameter yielding: a walk's poll: each provider is asked once it is idle, after the polls waiting for it.
+    public func poll(league: String, days: ClosedRange<CivilDate>, today: CivilDate, yielding: Bool = false) async -> Report {
         let providers = self.configuration.providers(for: league).map(\.name)
         let before = providers.map { self.health[$0]?.durable }
-        let report = await self.askInTurn(league: league, days: days, today: today)
+        let report = await self.askInTurn(league: league, days: days, today: today, yielding: yielding)
         // A failure counted, a provider disabled or enabled again: kept for the next process that polls.
         await self.saveHealth(of: zip(providers, before).filter { self.health[$0.0]?.durable != $0.1 }.map(\.0))
         return report
     }
 
-    func askInTurn(league: String, days: ClosedRange<CivilDate>, today: CivilDate) async -> Report {
+    func askInTurn(league: String, days: ClosedRange<CivilDate>, today: CivilDate, yielding: Bool) async -> Report {
         var report = Report()
         let providers = self.configuration.providers(for: league)
         /// Where to ask a provider, when it is enabled and can answer for these days.
@@ -277,7 +300,7 @@ public final class FeedPoller: Service, Sendable {
         for (index, provider) in providers.enumerated() {
             guard let url = address(of: provider), let health = self.health[provider.name] else { continue }
             let started = self.clock.now
-            guard let parsed = await self.ask(provider, path: url, league: league, report: &report) else { continue }
+            guard let parsed = await self.ask(provider, path: url, league: league, yielding: yielding, report: &report) else { continue }
             report.provider = provider.name
             report.reported = parsed.games.count
             report.skipped = parsed.skipped
@@ -289,7 +312,7 @@ public final class FeedPoller: Service, Sendable {
             // An unofficial provider's game that matches none is added when the next provider reports it too.
             if !unmatched.isEmpty, provider.trust != .official,
                 let (confirmer, confirmerURL) = providers.dropFirst(index + 1).lazy.compactMap({ other in address(of: other).map { (other, $0) } }).first,
-                let confirming = await self.ask(confirmer, path: confirmerURL, league: league, report: &report)
+                let confirming = await self.ask(confirmer, path: confirmerURL, league: league, yielding: yielding, report: &report)
             {
                 let ids = Set(unmatched.map { "\(provider.name) \($0.id):" })
                 report.refused.removeAll { refusal in ids.contains { refusal.hasPrefix($0) } }
@@ -313,12 +336,17 @@ public final class FeedPoller: Service, Sendable {
     }
 
     /// One provider's answer, read; nil (the failure counted, logged and recorded) when it has none.
-    func ask(_ provider: any ScoreProvider, path url: String, league: String, report: inout Report) async -> (
+    func ask(_ provider: any ScoreProvider, path url: String, league: String, yielding: Bool, report: inout Report) async -> (
         games: [ProviderGame], skipped: [String]
     )? {
         guard let health = self.health[provider.name] else { return nil }
-        let started = self.clock.now
+        var started = self.clock.now
         do {
+            // A walk lets every poll already waiting for the provider go first.
+            while yielding, let free = health.nextFreeSlot(after: started) {
+                try await self.clock.sleep(for: .milliseconds(free - started))
+                started = self.clock.now
+            }
             let slot = health.reserveSlot(now: started)
             if slot > started { try await self.clock.sleep(for: .milliseconds(slot - started)) }
             return try provider.parse(try await self.fetch(url), league: league)

@@ -58,6 +58,11 @@ final class ProviderHealth: Sendable {
         }
     }
 
+    /// When the provider's next free slot is, if it is after `now` (requests reserved it): nil when it is free now.
+    func nextFreeSlot(after now: Int64) -> Int64? {
+        self.state.withLock { $0.nextSlot > now ? $0.nextSlot : nil }
+    }
+
     func isEnabled(now: Int64) -> Bool {
         self.state.withLock { state in
             if let until = state.disabledUntil, now >= until {
