@@ -55,6 +55,16 @@ struct Serve: AsyncParsableCommand {
     var headerTimeoutSeconds = Int(Self.defaults.connections.headTimeout.components.seconds)
     @Option(help: "Seconds a connection may send nothing while no request of it is being answered before it is closed.")
     var idleTimeoutSeconds = Int(Self.defaults.connections.idleTimeout.components.seconds)
+    @Option(help: "Open connections one client address (an IPv6 /64) may hold; past it a new one is answered 503 THROTTLED (0: no cap; 127.0.0.1 and ::1, a local proxy's, are not capped).")
+    var maxConnectionsPerAddress = Self.defaults.connections.maximumPerAddress
+    @Option(help: "Seconds from a request's head to the end of its body before it is answered 408 and the connection closed (uploads: --upload-deadline-seconds).")
+    var bodyDeadlineSeconds = Int(Self.defaults.connections.body.deadline.components.seconds)
+    @Option(help: "Bytes a second a request body must average (with 10 s of slack) before it is answered 408 (0: no minimum).")
+    var minBodyBytesPerSecond = Self.defaults.connections.body.minimumBytesPerSecond
+    @Option(help: "Seconds from an upload's head (/assets/upload, the console's dataset) to the end of its bytes.")
+    var uploadDeadlineSeconds = Int(Self.defaults.connections.uploadBody.deadline.components.seconds)
+    @Option(help: "Bytes a second an upload must average (with 10 s of slack); a cut upload resumes (0: no minimum).")
+    var minUploadBytesPerSecond = Self.defaults.connections.uploadBody.minimumBytesPerSecond
     @Flag(help: "Keep games current from the leagues' score feeds (docs/FEEDS.md); off, the server never calls out.")
     var feeds = false
     @Option(help: "A score provider's base URL, NAME=URL (repeatable; espn, mlb-stats, nhl-web, nba-cdn), e.g. a replay server's.")
@@ -86,8 +96,13 @@ struct Serve: AsyncParsableCommand {
                 throw ValidationError("--feed-url \(entry) is not NAME=URL with NAME one of \(FeedConfiguration().baseURLs.keys.sorted().joined(separator: ", "))")
             }
         }
-        guard self.maxConnections > 0, self.headerTimeoutSeconds > 0, self.idleTimeoutSeconds > 0 else {
-            throw ValidationError("--max-connections, --header-timeout-seconds and --idle-timeout-seconds must be positive")
+        guard self.maxConnections > 0, self.headerTimeoutSeconds > 0, self.idleTimeoutSeconds > 0, self.bodyDeadlineSeconds > 0, self.uploadDeadlineSeconds > 0
+        else {
+            throw ValidationError(
+                "--max-connections, --header-timeout-seconds, --idle-timeout-seconds, --body-deadline-seconds and --upload-deadline-seconds must be positive")
+        }
+        guard self.maxConnectionsPerAddress >= 0, self.minBodyBytesPerSecond >= 0, self.minUploadBytesPerSecond >= 0 else {
+            throw ValidationError("--max-connections-per-address, --min-body-bytes-per-second and --min-upload-bytes-per-second must be 0 or more")
         }
     }
 
@@ -118,6 +133,11 @@ struct Serve: AsyncParsableCommand {
         configuration.shutdownGrace = .seconds(self.shutdownGraceSeconds)
         configuration.connections.headTimeout = .seconds(self.headerTimeoutSeconds)
         configuration.connections.idleTimeout = .seconds(self.idleTimeoutSeconds)
+        configuration.connections.maximumPerAddress = self.maxConnectionsPerAddress
+        configuration.connections.body.deadline = .seconds(self.bodyDeadlineSeconds)
+        configuration.connections.body.minimumBytesPerSecond = self.minBodyBytesPerSecond
+        configuration.connections.uploadBody.deadline = .seconds(self.uploadDeadlineSeconds)
+        configuration.connections.uploadBody.minimumBytesPerSecond = self.minUploadBytesPerSecond
         if let path = self.snapshotKey {
             guard let pem = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read \(path)") }
             configuration.publicSnapshots.signingKey = try P256.Signing.PrivateKey(pemRepresentation: String(decoding: pem, as: UTF8.self))

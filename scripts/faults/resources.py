@@ -13,6 +13,7 @@ import select
 import signal
 import socket
 import statistics
+import struct
 import subprocess
 import tempfile
 import threading
@@ -260,11 +261,12 @@ class Stalled:
 
     HEAD = f"POST {BASE}/private/records/lookup?ckAPIToken=x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Ty".encode()
 
-    def __init__(self, port):
-        self.port = port
+    def __init__(self, port, source=None):
+        self.port, self.source = port, source
         self.open_at, self.sockets = {}, {}
         self.poller = select.poll()
         self.lifetimes, self.answered, self.refused = [], 0, 0
+        self.statuses = {}  # the status of each answer the server gave before closing: count
 
     def open(self, count, within=10.0):
         """Opens `count` connections, each sending half a head once connected; how many connected within `within` s."""
@@ -272,6 +274,8 @@ class Stalled:
         for _ in range(count):
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.setblocking(False)
+            if self.source:
+                sock.bind((self.source, 0))
             code = sock.connect_ex(("127.0.0.1", self.port))
             if code not in (0, errno.EINPROGRESS):
                 sock.close()
@@ -317,6 +321,9 @@ class Stalled:
                 data = b""
             if data:
                 self.answered += 1  # the server said something (a 408?) before closing
+                if data.startswith(b"HTTP/1.1 "):
+                    status = int(data.split()[1])
+                    self.statuses[status] = self.statuses.get(status, 0) + 1
                 continue
             self.lifetimes.append(time.time() - self.open_at.pop(fd))
             self.poller.unregister(fd)
@@ -533,6 +540,93 @@ def slow_clients(ctx):
     check.finish()
 
 
+# MARK: slow-bodies
+
+class Trickling(Stalled):
+    """Connections from one address that send a whole request head and then its body 10 bytes every 2 s: never idle,
+    far below any rate a real client sends at."""
+
+    HEAD = (f"POST {BASE}/private/records/lookup?ckAPIToken=x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: 100000\r\n\r\n{{").encode()
+
+    def drip(self):
+        for fd, sock in list(self.sockets.items()):
+            try:
+                sock.send(b"          ")
+            except OSError:
+                pass
+
+
+def slow_bodies(ctx):
+    """1,000 connections from one address (127.0.0.2) trickle request bodies on a server that keeps 300 connections
+    (the issue's --max-connections 300), while four accounts on 127.0.0.1 save and fetch: the per-address cap refuses
+    what is past 256 of them with 503 THROTTLED, the body pace answers the rest 408 within its 10 s of slack, and the
+    normal clients see nothing."""
+    check = Checks("slow-bodies")
+    count, slack = 1000, 10
+    server, trickling = None, None
+    try:
+        server = own_server(ctx, "slow-bodies", extra=["--max-connections", "300"])
+        start(server)
+        started = time.time()
+        accounts = [Account(server, ctx.api_token, f"bodies-{i}-{uuid.uuid4().hex[:6]}") for i in range(4)]
+        seconds = 20 if ctx.quick else 40
+        baseline, baseline_failures = workload(server, accounts, 5 if ctx.quick else 15)
+        expect(not baseline_failures, f"the baseline load failed before any slow body: {baseline_failures[:3]}")
+
+        trickling = Trickling(server.port, source="127.0.0.2")
+        connected = trickling.open(count)
+        stop_keeping = threading.Event()
+        most_open = [len(trickling.sockets)]
+
+        def keep():  # closed ones are replaced at once, so the address always tries to hold 1,000
+            last_drip = 0
+            while not stop_keeping.is_set():
+                trickling.reap()
+                if len(trickling.sockets) < count:
+                    trickling.open(count - len(trickling.sockets), within=1)
+                if time.time() - last_drip >= 2:
+                    trickling.drip()
+                    last_drip = time.time()
+                most_open.append(len(trickling.sockets))
+                time.sleep(0.2)
+
+        keeper = threading.Thread(target=keep, daemon=True)
+        keeper.start()
+        try:
+            loaded, failures = workload(server, accounts, seconds)
+        finally:
+            stop_keeping.set()
+            keeper.join(timeout=30)
+        last_opened = max(trickling.open_at.values(), default=time.time())
+        while trickling.sockets and time.time() < last_opened + slack + 5:
+            trickling.reap()
+            trickling.drip()
+            time.sleep(0.2)
+        left = len(trickling.sockets)
+        slowest = max(trickling.lifetimes, default=float("nan"))
+        p99, base_p99 = percentile(loaded, 0.99), percentile(baseline, 0.99)
+        check("normal clients see no failure while one address trickles 1,000 bodies", not failures, f"{len(failures)} failed: {failures[:3]}")
+        # The p99 against the baseline is a figure (docs/RELIABILITY.md), not a promise: on two shared cores it moves with
+        # whatever else runs, and speed goals are measured, never asserted.
+        check("connections past the address's share are refused 503", trickling.statuses.get(503, 0) > 0, f"answers {trickling.statuses}")
+        check("trickled bodies are answered 408", trickling.statuses.get(408, 0) > 0, f"answers {trickling.statuses}")
+        check(f"every trickling connection is closed within {slack} + 3 s", left == 0 and slowest <= slack + 3,
+              f"{left} still open {slack + 5} s after the last was opened; the slowest closed after {slowest:.1f} s")
+        ctx.report("slow-bodies", f"{connected} of {count} trickling connections from 127.0.0.2 connected at first, each closed one replaced "
+                                  f"for {seconds} s ({len(trickling.lifetimes)} closed by the server in all, at most {max(most_open)} open at once on our "
+                                  f"side; answers {dict(sorted(trickling.statuses.items()))}, the slowest closed {slowest:.1f} s after it opened, "
+                                  f"{left} left); {len(loaded)} normal requests from 127.0.0.1, {len(failures)} failed, p50/p99 "
+                                  f"{statistics.median(loaded) if loaded else float('nan'):.0f}/{p99:.0f} ms against a baseline of "
+                                  f"{statistics.median(baseline):.0f}/{base_p99:.0f} ms ({len(baseline)} requests); {len(check.passed)} promises held, "
+                                  f"{len(check.failed)} broken; {time.time() - started:.0f} s")
+    finally:
+        if trickling:
+            trickling.close_all()
+        stop(server)
+    check.finish()
+
+
 # MARK: waiters
 
 def waiters(ctx):
@@ -601,6 +695,24 @@ def waiters(ctx):
             held_for = time.time() - began
             check("that device's long poll is then held and answered", status == 200 and reply.get("changed") is False and held_for >= 1.5,
                   f"{status} {reply} after {held_for:.1f} s")
+        # Connections reset (RST, a phone changing network) right after their request: the server may not have reached
+        # the wait yet, and must free each place all the same.
+        resets, linger = 40, struct.pack("ii", 1, 0)
+        for _ in range(resets):
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+            sock.sendall(head + body)
+            sock.close()
+        reset_at, last_held, reset_series = time.time(), None, []
+        while gauge is not None and time.time() < reset_at + 1.5:
+            value = metric(server.port, gauge_name)
+            reset_series.append(value)
+            if value:
+                last_held = time.time() - reset_at
+            time.sleep(0.05)
+        if gauge is not None:
+            check(f"{resets} long polls reset right after their request hold no place 1 s later", not reset_series[-1] and (last_held or 0) <= 1.0,
+                  f"{gauge_name} read {reset_series[-3:]} 1.5 s after the resets, last non-zero {last_held} s after them")
         # A server shutting down answers its waiters at once (docs/SYNC.md), whether or not their clients are still there.
         server.process.send_signal(signal.SIGTERM)
         signalled = time.time()
@@ -614,7 +726,8 @@ def waiters(ctx):
         ctx.report("waiters", f"{limit} long polls of one account held ({gauge_name} read {gauge if gauge is not None else 'absent'}), the next "
                               f"answered 503 THROTTLED; after their clients closed: gauge at 0 after "
                               f"{'%.2f s' % gauge_freed if gauge_freed is not None else 'more than 1 s'}, a new long poll accepted after "
-                              f"{'%.2f s' % accepted if accepted is not None else 'more than 1 s'}; SIGTERM: "
+                              f"{'%.2f s' % accepted if accepted is not None else 'more than 1 s'}; {resets} polls reset right after their request: the gauge "
+                              f"last read non-zero {'%.2f s' % last_held if last_held is not None else 'never'} after the resets; SIGTERM: "
                               f"{'exit %s after %.1f s' % (code, exited) if code is not None else 'still running after 5 s'}; {len(check.passed)} promises held, "
                               f"{len(check.failed)} broken; {time.time() - started:.0f} s")
     finally:
@@ -624,4 +737,4 @@ def waiters(ctx):
     check.finish()
 
 
-SCENARIOS = {"disk-full": disk_full, "slow-clients": slow_clients, "waiters": waiters}
+SCENARIOS = {"disk-full": disk_full, "slow-clients": slow_clients, "slow-bodies": slow_bodies, "waiters": waiters}

@@ -10,7 +10,7 @@ within 2 s of its return), cluster (3 processes behind nginx, one killed, one re
 restore-new-db (DROP/CREATE DATABASE and pg_restore of an earlier pg_dump), restore-clean (pg_restore --clean over
 the same database) and failover (the primary crashed, a lagging replica promoted on its port while the server runs),
 each on a PostgreSQL and a server of its own; in resources.py, resources running out: disk-full (the asset folder on
-a 40 MB tmpfs), slow-clients (1,200 connections that never finish a request head; --max-connections) and waiters
+a 40 MB tmpfs), slow-clients (1,200 connections that never finish a request head; --max-connections), slow-bodies (1,000 trickled bodies from one address) and waiters
 (long polls whose clients went away); in cache.py, 10,000 simulated devices polling the cacheable public reads
 through nginx's cache while the data changes (cache). Each prints its figures; any broken promise fails the run. --quick is the
 CI set: every scenario, with a 20-second load (and shorter loads in slow-clients). Standard library only.

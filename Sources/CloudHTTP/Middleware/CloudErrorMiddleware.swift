@@ -28,6 +28,11 @@ struct CloudErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             response = Self.response(
                 for: .badRequest("the request ended before its body did (the connection was closed, or the body is not valid HTTP)"),
                 requestID: context.id)
+        } catch let error as RequestBodyTooSlow {
+            // 408, which says what happened; BAD_REQUEST, CloudKit's code for a request the client must change. The
+            // connection closes after it: the rest of the body is not read.
+            response = Self.response(for: .badRequest(error.reason), requestID: context.id, status: .requestTimeout)
+            response.headers[.connection] = "close"
         } catch is NIOTooManyBytesError {
             response = Self.response(
                 for: .badRequest("the request body is larger than this endpoint accepts; split the request"), requestID: context.id)
@@ -50,7 +55,8 @@ struct CloudErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         }
     }
 
-    static func response(for error: CloudError, requestID: String) -> Response {
+    /// The CloudKit error body of `error`, with the status CloudKit gives its code unless `status` says otherwise.
+    static func response(for error: CloudError, requestID: String, status: HTTPResponse.Status? = nil) -> Response {
         var json = JSONWriter(capacity: 256)
         json.object { json in
             json.key("uuid"); json.string(requestID)
@@ -62,7 +68,7 @@ struct CloudErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         var headers: HTTPFields = [.contentType: "application/json; charset=UTF-8"]
         if let retryAfter = error.retryAfter { headers[.retryAfter] = String(retryAfter) }
         return Response(
-            status: HTTPResponse.Status(code: error.code.httpStatus), headers: headers,
+            status: status ?? HTTPResponse.Status(code: error.code.httpStatus), headers: headers,
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: json.bytes)))
     }
 }

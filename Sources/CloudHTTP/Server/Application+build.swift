@@ -76,7 +76,7 @@ public func buildRouter(configuration: ServerConfiguration, dependencies: Server
 public func buildApplication(
     configuration: ServerConfiguration, dependencies: ServerDependencies, extensions: ServerExtensions = ServerExtensions(), logger: Logger
 ) -> some ApplicationProtocol {
-    let connections = OpenConnectionCount(maximum: configuration.connections.maximum, placeFreed: configuration.signals.connectionPlaceFreed)
+    let connections = OpenConnectionCount(limits: configuration.connections, placeFreed: configuration.signals.connectionPlaceFreed)
     let (headTimeout, idleTimeout) = (configuration.connections.headTimeout, configuration.connections.idleTimeout)
     return Application(
         router: buildRouter(configuration: configuration, dependencies: dependencies, extensions: extensions),

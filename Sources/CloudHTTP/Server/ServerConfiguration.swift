@@ -143,8 +143,33 @@ public struct ConnectionLimits: Sendable {
     /// Without a byte read while no request is being answered (between keep-alive requests, or a request head or
     /// body that stalls). A long poll being answered is not idle.
     public var idleTimeout: Duration = .seconds(75)
+    /// Open connections from one client (an IPv4 address, an IPv6 /64); past it a new one is answered 503 THROTTLED and
+    /// closed, so one host cannot take every place. 0: no cap.
+    public var maximumPerAddress = 256
+    /// Addresses the per-client cap leaves alone: a proxy on the same machine (deploy/nginx) connects from these,
+    /// carrying every client, and caps clients itself.
+    public var uncappedAddresses: Set<String> = ["127.0.0.1", "::1"]
+    /// The pace of request bodies: JSON, sign-in forms. A body is read before authentication (a server-to-server
+    /// signature covers it), so this is what keeps an unauthenticated trickle from holding a connection.
+    public var body = BodyPace(deadline: .seconds(60), minimumBytesPerSecond: 1000)
+    /// The pace of uploads (`/assets/upload/…`, the console's dataset), larger and resumable.
+    public var uploadBody = BodyPace(deadline: .seconds(3600), minimumBytesPerSecond: 1000)
 
     public init() {}
+}
+
+/// How fast a request body must come (docs/RELIABILITY.md, "Connections"): whole within `deadline` of its head, and at
+/// `minimumBytesPerSecond` on average, with `slack` seconds of credit (a pause up to it is fine, a trickle slower than
+/// the rate is cut within about it). 0 bytes a second: no minimum. Time the server itself does not read (its handler
+/// has not taken what came) does not count.
+public struct BodyPace: Sendable {
+    public var deadline: Duration
+    public var minimumBytesPerSecond: Int
+    public var slack: Duration = .seconds(10)
+
+    public init(deadline: Duration, minimumBytesPerSecond: Int, slack: Duration = .seconds(10)) {
+        (self.deadline, self.minimumBytesPerSecond, self.slack) = (deadline, minimumBytesPerSecond, slack)
+    }
 }
 
 /// The signing key of the cacheable public reads' answers (the one `stadiumcloud snapshot make` signs with, so the app

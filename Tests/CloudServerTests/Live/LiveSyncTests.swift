@@ -8,6 +8,7 @@ import HummingbirdTesting
 import Logging
 import PostgresNIO
 import ServiceLifecycle
+import Synchronization
 import Testing
 
 /// `changes/wait` and the change broadcast: waiters wake on commits in this process and in others, never miss a
@@ -145,6 +146,47 @@ import Testing
             try await Self.waiters(1, on: feed)
             connection.close()
             try await eventually("the abandoned wait ends", on: feed.waitingChanges) { feed.waiting == 0 }
+            #expect(try await server.call("changes/wait", Self.zoneWait(token, timeout: 0), as: server.alice).status == 200)
+        }
+    }
+
+    /// A long poll whose connection is reset (a phone changing network) frees its place as a closed one does, whatever
+    /// the moment: a reset right after the request (before the server reaches the wait) or during the wait. The server's
+    /// clock never moves, so no wait here ends at its timeout.
+    @Test func aWaitWhoseConnectionIsResetEndsAtOnceWhateverTheMoment() async throws {
+        let clock = ManualClock()
+        let capture = LogCapture()
+        let resetRightAfter = 8
+        try await TestServer.run(
+            .live,
+            configure: {
+                $0.clock = clock.clock
+                $0.databaseTimeout = .seconds(3600)
+                $0.live.waiters.waitersPerAccount = resetRightAfter
+            }, logger: Logger(label: "test") { _ in capture }
+        ) { server in
+            let token = try await server.pull().token
+            let feed = server.dependencies.records.changes.feed
+            let body = JSONWriter.encode(Self.zoneWait(token, timeout: 60))
+            let path = "\(TestServer.base)/private/changes/wait?ckAPIToken=\(server.apiToken)&ckWebAuthToken=\(server.alice.webAuthToken)"
+            let request = "POST \(path) HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+            let port = try #require(server.client.port)
+            func endedWaits() -> Int {
+                capture.storage.lines.withLock { $0.filter { $0.hasPrefix("request ") && $0.contains("changes/wait") }.count }
+            }
+            for _ in 0..<resetRightAfter {
+                let connection = try RawConnection(port: port)
+                connection.send(request)
+                connection.reset()
+            }
+            try await eventually("every wait reset right after its request ends", on: capture.storage.changes) { endedWaits() == resetRightAfter }
+            try await eventually("their places are free", on: feed.waitingChanges) { feed.waiting == 0 }
+
+            let during = try RawConnection(port: port)
+            during.send(request)
+            try await Self.waiters(1, on: feed)
+            during.reset()
+            try await eventually("the wait reset while waiting ends", on: feed.waitingChanges) { feed.waiting == 0 }
             #expect(try await server.call("changes/wait", Self.zoneWait(token, timeout: 0), as: server.alice).status == 200)
         }
     }

@@ -1,3 +1,4 @@
+import CloudRuntime
 import Logging
 import Synchronization
 
@@ -5,6 +6,8 @@ import Synchronization
 struct LogCapture: LogHandler {
     final class Lines: Sendable {
         let lines = Mutex<[String]>([])
+        /// Changed after every line, for tests that wait for one.
+        let changes = StateSignal()
         var text: String { self.lines.withLock { $0.joined(separator: "\n") } }
     }
 
@@ -16,6 +19,7 @@ struct LogCapture: LogHandler {
     func log(event: LogEvent) {
         let metadata = self.metadata.merging(event.metadata ?? [:]) { _, new in new }
         self.storage.lines.withLock { $0.append("\(event.message) \(metadata)") }
+        self.storage.changes.changed()
     }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {

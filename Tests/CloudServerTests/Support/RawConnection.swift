@@ -12,9 +12,21 @@ struct RawConnection {
 
     struct Failed: Error {}
 
-    init(port: Int) throws {
+    /// Connects to `port` on 127.0.0.1 from `source` (another loopback address, 127.0.0.2: another client).
+    init(port: Int, from source: String? = nil) throws {
         self.descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard self.descriptor >= 0 else { throw Failed() }
+        if let source {
+            var local = Self.loopback(port: 0)
+            local.sin_addr.s_addr = inet_addr(source)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(self.descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                Glibc.close(self.descriptor)
+                throw Failed()
+            }
+        }
         var address = Self.loopback(port: port)
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(self.descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
@@ -31,6 +43,14 @@ struct RawConnection {
     }
 
     func close() { Glibc.close(self.descriptor) }
+
+    /// Closes with a reset (RST) instead of a FIN, as a phone changing network does to the server's side of the
+    /// connection: a zero linger time makes `close` drop the connection at once.
+    func reset() {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        _ = setsockopt(self.descriptor, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        Glibc.close(self.descriptor)
+    }
 
     /// `port` on 127.0.0.1, as the socket calls take it.
     static func loopback(port: Int) -> sockaddr_in {
