@@ -355,6 +355,24 @@ def open_file_limits(pid):
     return 0, 0
 
 
+def workload_beside(server, accounts, seconds, step):
+    """`workload` while `step` runs every 0.2 s in a thread of its own (the slow clients kept up); its figures."""
+    stop = threading.Event()
+
+    def keep():
+        while not stop.is_set():
+            step()
+            time.sleep(0.2)
+
+    keeper = threading.Thread(target=keep, daemon=True)
+    keeper.start()
+    try:
+        return workload(server, accounts, seconds)
+    finally:
+        stop.set()
+        keeper.join(timeout=30)
+
+
 def workload(server, accounts, seconds):
     """Each account saves a record and fetches it back, on a new connection each time, for `seconds`: (latencies in ms,
     failures)."""
@@ -467,22 +485,13 @@ def slow_clients(ctx):
         opened_in = time.time() - opening
         peak_fds = [descriptors(server.process.pid)]
         check(f"all {stalled_count} slow connections connect", connected == stalled_count, f"{connected} connected, {stalled.refused} did not")
-        stop_keeping = threading.Event()
 
         def keep():  # the server closes idle ones; new slow clients take their place while the load runs
-            while not stop_keeping.is_set():
-                if stalled.reap():
-                    stalled.open(stalled_count - len(stalled.sockets), within=2)
-                peak_fds.append(descriptors(server.process.pid))
-                time.sleep(0.2)
+            if stalled.reap():
+                stalled.open(stalled_count - len(stalled.sockets), within=2)
+            peak_fds.append(descriptors(server.process.pid))
 
-        keeper = threading.Thread(target=keep, daemon=True)
-        keeper.start()
-        try:
-            loaded, failures = workload(server, accounts, seconds)
-        finally:
-            stop_keeping.set()
-            keeper.join(timeout=30)
+        loaded, failures = workload_beside(server, accounts, seconds, keep)
         open_at_end = len(stalled.sockets)
         closed_during = len(stalled.lifetimes)
         check("normal clients see no failure while the slow connections are open", not failures, f"{len(failures)} failed: {failures[:3]}")
@@ -576,28 +585,19 @@ def slow_bodies(ctx):
 
         trickling = Trickling(server.port, source="127.0.0.2")
         connected = trickling.open(count)
-        stop_keeping = threading.Event()
         most_open = [len(trickling.sockets)]
+        last_drip = [0.0]
 
         def keep():  # closed ones are replaced at once, so the address always tries to hold 1,000
-            last_drip = 0
-            while not stop_keeping.is_set():
-                trickling.reap()
-                if len(trickling.sockets) < count:
-                    trickling.open(count - len(trickling.sockets), within=1)
-                if time.time() - last_drip >= 2:
-                    trickling.drip()
-                    last_drip = time.time()
-                most_open.append(len(trickling.sockets))
-                time.sleep(0.2)
+            trickling.reap()
+            if len(trickling.sockets) < count:
+                trickling.open(count - len(trickling.sockets), within=1)
+            if time.time() - last_drip[0] >= 2:
+                trickling.drip()
+                last_drip[0] = time.time()
+            most_open.append(len(trickling.sockets))
 
-        keeper = threading.Thread(target=keep, daemon=True)
-        keeper.start()
-        try:
-            loaded, failures = workload(server, accounts, seconds)
-        finally:
-            stop_keeping.set()
-            keeper.join(timeout=30)
+        loaded, failures = workload_beside(server, accounts, seconds, keep)
         last_opened = max(trickling.open_at.values(), default=time.time())
         while trickling.sockets and time.time() < last_opened + slack + 5:
             trickling.reap()

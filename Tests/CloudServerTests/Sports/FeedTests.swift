@@ -17,14 +17,36 @@ import Testing
         try CanonicalDataset.load(from: CanonicalFixtures.root.appendingPathComponent("Resources/canonical").path, gameSeasons: seasons)
     }
 
-    /// A poller writing to the test container's development database, asking the replay server for every provider.
-    static func poller(_ server: TestServer, base: String, clock: ServerClock = .system) -> FeedPoller {
+    /// A poller writing to the test container's development database, asking the replay server for every provider (or
+    /// for `providers` only), with the configuration `configure` leaves.
+    static func poller(
+        _ server: TestServer, base: String, clock: ServerClock = .system, providers: [any ScoreProvider]? = nil,
+        configure: (inout FeedConfiguration) -> Void = { _ in }
+    ) -> FeedPoller {
         var configuration = FeedConfiguration()
-        configuration.baseURLs = configuration.baseURLs.mapValues { _ in base }
+        if let providers { configuration.providers = providers }
+        configuration.baseURLs = Dictionary(uniqueKeysWithValues: configuration.providers.map { ($0.name, base) })
         configuration.targets = [(TestServer.development.container, "development")]
+        configure(&configuration)
         return FeedPoller(
             records: server.dependencies.records, canonical: CanonicalEndpoints(records: server.dependencies.records), configuration: configuration,
             clock: clock, logger: TestDatabase.logger)
+    }
+
+    /// One round of due polls (of `league`, or of every league), moving the clock to each wait for a provider's rate
+    /// limit (a second at most), never as far as an answer's deadline.
+    static func round(_ poller: FeedPoller, league: String? = nil, clock: ManualClock) async throws {
+        let done = ManagedAtomicFlag()
+        async let polled: Void = {
+            if let league { await poller.runDue(league: league) } else { await poller.runDue() }
+            done.set()
+            clock.sleepersChanges.changed()
+        }()
+        try await eventually("the round ends", on: clock.sleepersChanges) {
+            if let wake = clock.nextWake, wake - clock.now <= 1000 { clock.advance(by: .milliseconds(wake - clock.now)) }
+            return done.isSet
+        }
+        await polled
     }
 
     static func recorded(_ path: String) throws -> JSONValue {
@@ -183,30 +205,9 @@ import Testing
             try await ReplayServer.run { replay, base in
                 // 21:30 US Eastern on 2026-10-04: Detroit at Carolina kicked off at 20:20.
                 let clock = ManualClock(startingAt: GameTime.milliseconds("2026-10-05T01:30:00Z")!)
-                var configuration = FeedConfiguration()
-                configuration.providers = [ESPNScoreboard()]
-                configuration.baseURLs = ["espn": base]
-                configuration.targets = [(TestServer.development.container, "development")]
-                let poller = FeedPoller(
-                    records: server.dependencies.records, canonical: CanonicalEndpoints(records: server.dependencies.records),
-                    configuration: configuration, clock: clock.clock, logger: TestDatabase.logger)
+                let poller = Self.poller(server, base: base, clock: clock.clock, providers: [ESPNScoreboard()])
                 replay.answerEverythingElse(Array(#"{"events":[]}"#.utf8))
-                /// One round, moving the clock whenever the poller waits for ESPN's rate limit (one request a second), never
-                /// as far as an answer's deadline.
-                func round() async throws {
-                    let done = ManagedAtomicFlag()
-                    async let polled: Void = {
-                        await poller.runDue()
-                        done.set()
-                        clock.sleepersChanges.changed()
-                    }()
-                    try await eventually("the round ends", on: clock.sleepersChanges) {
-                        if let wake = clock.nextWake, wake - clock.now <= 1000 { clock.advance(by: .milliseconds(wake - clock.now)) }
-                        return done.isSet
-                    }
-                    await polled
-                }
-                try await round()
+                try await Self.round(poller, clock: clock)
                 let football = replay.requests.filter { $0.hasPrefix("/football/nfl/") }
                 #expect(football.sorted() == [
                     "/football/nfl/scoreboard?dates=20260909-20260915&limit=1000", "/football/nfl/scoreboard?dates=20261001-20261003&limit=1000",
@@ -218,7 +219,7 @@ import Testing
                 #expect(replay.requests.count == 17)  // 7 × 2, the live day, the backfill's week, the walk's
                 // Half a minute later the live game's day is asked again, and the backfill's and the walk's next weeks.
                 clock.advance(by: .seconds(30))
-                try await round()
+                try await Self.round(poller, clock: clock)
                 let again: [String] = Array(replay.requests.dropFirst(17)).sorted()
                 #expect(again == [
                     "/football/nfl/scoreboard?dates=20260916-20260922&limit=1000", "/football/nfl/scoreboard?dates=20261004&limit=1000",
@@ -281,14 +282,9 @@ import Testing
                 // 16:00 US Eastern on 2026-10-20: Boston at Detroit tipped off an hour ago.
                 let start = GameTime.milliseconds("2026-10-20T20:00:00Z")!
                 let clock = ManualClock(startingAt: start)
-                var configuration = FeedConfiguration()
-                configuration.providers = [NHLWebAPI(), NBALiveScoreboard()]
-                configuration.baseURLs = ["nhl-web": base, "nba-cdn": base]
-                configuration.targets = [(TestServer.development.container, "development")]
-                configuration.liveInterval = .seconds(25)
-                let poller = FeedPoller(
-                    records: server.dependencies.records, canonical: CanonicalEndpoints(records: server.dependencies.records),
-                    configuration: configuration, clock: clock.clock, logger: TestDatabase.logger)
+                let poller = Self.poller(server, base: base, clock: clock.clock, providers: [NHLWebAPI(), NBALiveScoreboard()]) {
+                    $0.liveInterval = .seconds(25)
+                }
                 let cdn = "/static/json/liveData/scoreboard/todaysScoreboard_00.json"
                 replay.answer(cdn, Array(#"{"scoreboard":{"gameDate":"2026-10-20","games":[]}}"#.utf8))
                 replay.stall("/v1/")
@@ -378,15 +374,7 @@ import Testing
             try await ReplayServer.run { replay, base in
                 // Noon US Eastern on 2026-11-28; the season opened on 2026-10-20 and nothing played has a result yet.
                 let clock = ManualClock(startingAt: GameTime.milliseconds("2026-11-28T17:00:00Z")!)
-                var configuration = FeedConfiguration()
-                configuration.providers = [ESPNScoreboard()]
-                configuration.baseURLs = ["espn": base]
-                configuration.targets = [(TestServer.development.container, "development")]
-                func poller() -> FeedPoller {
-                    FeedPoller(
-                        records: server.dependencies.records, canonical: CanonicalEndpoints(records: server.dependencies.records),
-                        configuration: configuration, clock: clock.clock, logger: TestDatabase.logger)
-                }
+                func poller() -> FeedPoller { Self.poller(server, base: base, clock: clock.clock, providers: [ESPNScoreboard()]) }
                 // ESPN's scoreboard of the days asked: the season's games of those days, each final with a score made
                 // from its id.
                 replay.answer { path in
@@ -414,20 +402,7 @@ import Testing
                     let scoreboard = "/basketball/nba/scoreboard?dates="
                     return replay.requests.filter { $0.hasPrefix(scoreboard) && $0 < scoreboard + "20261125" }
                 }
-                /// One round of the league's due polls, moving the clock to each wait for ESPN's rate limit.
-                func round(_ poller: FeedPoller) async throws {
-                    let done = ManagedAtomicFlag()
-                    async let polled: Void = {
-                        await poller.runDue(league: "league_nba")
-                        done.set()
-                        clock.sleepersChanges.changed()
-                    }()
-                    try await eventually("the round ends", on: clock.sleepersChanges) {
-                        if let wake = clock.nextWake, wake - clock.now <= 1000 { clock.advance(by: .milliseconds(wake - clock.now)) }
-                        return done.isSet
-                    }
-                    await polled
-                }
+                func round(_ poller: FeedPoller) async throws { try await Self.round(poller, league: "league_nba", clock: clock) }
                 let first = poller()
                 for _ in 1...3 { try await round(first) }
                 #expect(backfills() == [
@@ -499,31 +474,14 @@ import Testing
         try await TestServer.runImported(try Self.dataset(["mls_2025"])) { server in
             try await ReplayServer.run { replay, base in
                 let clock = ManualClock(startingAt: GameTime.milliseconds("2026-10-08T16:00:00Z")!)
-                var configuration = FeedConfiguration()
-                configuration.providers = [ESPNScoreboard()]
-                configuration.baseURLs = ["espn": base]
-                configuration.targets = [(TestServer.development.container, "development")]
-                configuration.backfillDays = 60
-                let poller = FeedPoller(
-                    records: server.dependencies.records, canonical: CanonicalEndpoints(records: server.dependencies.records),
-                    configuration: configuration, clock: clock.clock, logger: TestDatabase.logger)
+                let poller = Self.poller(server, base: base, clock: clock.clock, providers: [ESPNScoreboard()]) { $0.backfillDays = 60 }
                 let recorded = Array(JSONWriter.encode(try Self.recorded(Self.espnMLS)).utf8)
                 replay.answer { path in
                     guard path.hasPrefix("/soccer/usa.1/scoreboard?dates=") else { return Array(#"{"events":[]}"#.utf8) }
                     return path.contains("dates=20260815-20261007") ? recorded : Array(#"{"events":[]}"#.utf8)
                 }
                 while try await Self.jobRun(server, "backfill league_mls")?.contains("caught up") != true {
-                    let done = ManagedAtomicFlag()
-                    async let polled: Void = {
-                        await poller.runDue(league: "league_mls")
-                        done.set()
-                        clock.sleepersChanges.changed()
-                    }()
-                    try await eventually("the round ends", on: clock.sleepersChanges) {
-                        if let wake = clock.nextWake, wake - clock.now <= 1000 { clock.advance(by: .milliseconds(wake - clock.now)) }
-                        return done.isSet
-                    }
-                    await polled
+                    try await Self.round(poller, league: "league_mls", clock: clock)
                 }
                 // The regular season 2025 ended on 2025-10-18: from the 19th, 60 days an answer, the last one (with the
                 // game) asked twice.
@@ -645,13 +603,7 @@ import Testing
             try await ReplayServer.run { replay, base in
                 // 2027-03-10: the schedule poll's week ends on the 16th; the opener is on the 25th.
                 let clock = ManualClock(startingAt: GameTime.milliseconds("2027-03-10T17:00:00Z")!)
-                var configuration = FeedConfiguration()
-                configuration.providers = [MLBStatsAPI()]
-                configuration.baseURLs = ["mlb-stats": base]
-                configuration.targets = [(TestServer.development.container, "development")]
-                let poller = FeedPoller(
-                    records: server.dependencies.records, canonical: CanonicalEndpoints(records: server.dependencies.records),
-                    configuration: configuration, clock: clock.clock, logger: TestDatabase.logger)
+                let poller = Self.poller(server, base: base, clock: clock.clock, providers: [MLBStatsAPI()])
                 let opener: JSONValue = [
                     "gamePk": 800_001, "gameDate": "2027-03-25T20:05:00Z", "officialDate": "2027-03-25", "gameType": "R", "gameNumber": 1,
                     "status": ["codedGameState": "S", "detailedState": "Scheduled", "abstractGameState": "Preview"],
@@ -665,19 +617,7 @@ import Testing
                     let games: [JSONValue] = path.contains("startDate=2027-03-24") ? [opener] : []
                     return Array(JSONWriter.encode(["dates": [["games": .array(games)]]]).utf8)
                 }
-                for _ in 1...3 {
-                    let done = ManagedAtomicFlag()
-                    async let polled: Void = {
-                        await poller.runDue(league: "league_mlb")
-                        done.set()
-                        clock.sleepersChanges.changed()
-                    }()
-                    try await eventually("the round ends", on: clock.sleepersChanges) {
-                        if let wake = clock.nextWake, wake - clock.now <= 1000 { clock.advance(by: .milliseconds(wake - clock.now)) }
-                        return done.isSet
-                    }
-                    await polled
-                }
+                for _ in 1...3 { try await Self.round(poller, league: "league_mlb", clock: clock) }
                 #expect(replay.requests.contains { $0.contains("startDate=2027-03-17&endDate=2027-03-23") })
                 let game = try await Self.game(server, "game_mlb_2027_2027_03_25_athletics_pirates_1", zone: "games_mlb_2027")
                 #expect(Self.value(game, "startTime")?.int64Value == GameTime.milliseconds("2027-03-25T20:05:00Z"))
