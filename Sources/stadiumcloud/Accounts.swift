@@ -140,17 +140,24 @@ extension Accounts {
     struct Import: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Read an account export into an account that holds nothing yet (create it first).",
-            discussion: "The archive is checked against its manifest before anything is written. Records keep their names, types and fields; assets their bytes.")
+            discussion:
+                "All or nothing: the whole archive is checked (its manifest's MAC, every file, page and asset) before one transaction writes it; a refused archive leaves the account as it was. Records keep their names, types and fields; assets their bytes."
+        )
         @OptionGroup var database: DatabaseOptions
         @Argument var name: String
         @Argument(help: "The archive (stadiumcloud accounts export, users/export).") var archive: String
         @Option(help: "Where asset bytes live, as for serve (env STADIUMCLOUD_ASSETS).") var assets: String?
+        @Flag(
+            help:
+                "Import an archive this server cannot authenticate: made by another server (another database's key) or before exports were signed. Its files are still checked against its manifest; trust only a file you know where it came from."
+        )
+        var trustUnsigned = false
 
         func run() async throws {
             let location = self.assets ?? ProcessInfo.processInfo.environment["STADIUMCLOUD_ASSETS"] ?? ServerConfiguration().assets
             let summary = try await Live(self.database).run { live, logger in
                 try await importAccount(
-                    self.name, from: URL(fileURLWithPath: self.archive), records: try await live.stores.records(logger: logger),
+                    self.name, from: URL(fileURLWithPath: self.archive), trustUnsigned: self.trustUnsigned, records: try await live.stores.records(logger: logger),
                     assets: try openAssetStore(location, logger: logger), logger: logger)
             }
             print(

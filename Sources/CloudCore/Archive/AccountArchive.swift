@@ -5,7 +5,8 @@ import Foundation
 /// - `records/d<D>/z<Z>/<page>.json`: a page of at most 200 records of one zone, `{"database": {container,
 ///   environment, scope}, "zoneID": {…}, "records": [CloudKit record dictionaries]}`;
 /// - `assets/d<D>/<sha256>`: an asset's bytes, named by their SHA-256 (the records' `fileChecksum`);
-/// - `manifest.json`, last: the account, its databases and zones, and every other file's size and SHA-256.
+/// - `manifest.json`, last: the account, its databases and zones, every other file's size and SHA-256, and the
+///   server's MAC over all of that (`Authenticator`).
 /// The server writes it (`AccountExport`), the SDK checks it after a download, the server imports it.
 public enum AccountArchive {
     public static let format = "stadiumcloud-account-export"
@@ -54,16 +55,32 @@ public enum AccountArchive {
         public var exportedAtMs: Int64
         public var databases: [Database]
         public var files: [File]
+        /// HMAC-SHA256 (hex) of `authenticatedText` under the exporting server's key; nil in an archive made before
+        /// exports were signed.
+        public var mac: String?
 
-        public init(accountName: String, userRecordName: String, exportedAtMs: Int64, databases: [Database], files: [File]) {
+        public init(
+            accountName: String, userRecordName: String, exportedAtMs: Int64, databases: [Database], files: [File], mac: String? = nil
+        ) {
             self.accountName = accountName
             self.userRecordName = userRecordName
             self.exportedAtMs = exportedAtMs
             self.databases = databases
             self.files = files
+            self.mac = mac
         }
 
         public var json: JSONValue {
+            guard let mac, case .object(var members) = self.unsignedJSON else { return self.unsignedJSON }
+            members["mac"] = .string(mac)
+            return .object(members)
+        }
+
+        /// What the MAC covers: the manifest without it, keys sorted (`JSONWriter`), so a reader rebuilds the same text
+        /// from what it parsed. The files' SHA-256s make it cover every byte of the archive.
+        public var authenticatedText: String { JSONWriter.encode(self.unsignedJSON) }
+
+        private var unsignedJSON: JSONValue {
             [
                 "format": .string(AccountArchive.format), "version": .int(Int64(AccountArchive.version)),
                 "account": ["name": .string(self.accountName), "userRecordName": .string(self.userRecordName)],
@@ -103,6 +120,35 @@ public enum AccountArchive {
                 }
                 return File(path: path, size: size, sha256: sha)
             }
+            self.mac = json["mac"]?.stringValue
+        }
+    }
+
+    /// Signs a manifest with a key derived from the server's secret, and checks that an archive to import was signed
+    /// with it: made by this server (or one sharing its database) and not changed since.
+    public struct Authenticator: Sendable {
+        private let key: SymmetricKey
+
+        public init(signer: TokenSigner) { self.key = signer.derivedKey(for: "account export manifest") }
+
+        public func signed(_ manifest: Manifest) -> Manifest {
+            var signed = manifest
+            signed.mac = self.mac(of: manifest)
+            return signed
+        }
+
+        public func isAuthentic(_ manifest: Manifest) -> Bool {
+            guard let given = manifest.mac.map({ Array($0.utf8) }) else { return false }
+            let expected = Array(self.mac(of: manifest).utf8)
+            guard given.count == expected.count else { return false }
+            // Constant time: how much of a forged MAC was right must not show in how long the answer took.
+            var difference: UInt8 = 0
+            for (a, b) in zip(given, expected) { difference |= a ^ b }
+            return difference == 0
+        }
+
+        private func mac(of manifest: Manifest) -> String {
+            HMAC<SHA256>.authenticationCode(for: Array(manifest.authenticatedText.utf8), using: self.key).hexString
         }
     }
 

@@ -31,6 +31,15 @@ public struct TokenSigner: Sendable {
         return difference == 0 ? payload : nil
     }
 
+    /// A key of its own for another use of the server's secret (account exports), so no secret is added and a MAC
+    /// of one use is never valid for another. The label is ASCII text; token payloads begin with a version byte below
+    /// 0x20, so a label is never a token.
+    public func derivedKey(for purpose: String) -> SymmetricKey {
+        var hmac = self.keyed
+        hmac.update(data: Array("stadiumcloud derived key: \(purpose)".utf8))
+        return SymmetricKey(data: hmac.finalize())
+    }
+
     public static func base64URL(_ bytes: [UInt8]) -> String { Base64URL.encode(bytes) }
 
     static func fromBase64URL(_ text: String) -> [UInt8]? { Base64URL.decode(text) }

@@ -84,6 +84,17 @@ public struct FieldValue: Sendable, Hashable {
         self.value = value
     }
 
+    /// The checksums of the ASSETID values among `fields`: the bytes a record needs.
+    public static func assetChecksums(in fields: [String: FieldValue]) -> [String] {
+        fields.values.flatMap { field -> [String] in
+            switch field.type {
+            case .asset: [field.value["fileChecksum"]?.stringValue].compactMap { $0 }
+            case .assetList: field.value.arrayValue?.compactMap { $0["fileChecksum"]?.stringValue } ?? []
+            default: []
+            }
+        }
+    }
+
     /// Reads a stored `{"type","value"}` object back (trusted: it was normalized on write).
     public init?(stored: JSONValue) {
         guard let tag = stored["type"]?.stringValue, let type = FieldType(tag: tag), let value = stored["value"] else {

@@ -87,9 +87,11 @@ public struct AccountExport: Sendable {
                 }
             }
         }
-        let manifest = AccountArchive.Manifest(
-            accountName: self.account.name, userRecordName: self.account.userRecordName, exportedAtMs: records.clock.now,
-            databases: listed, files: archive.files)
+        // Signed, so that an import into this server refuses an archive changed since (docs/PRIVACY.md, "Export").
+        let manifest = AccountArchive.Authenticator(signer: records.signer).signed(
+            AccountArchive.Manifest(
+                accountName: self.account.name, userRecordName: self.account.userRecordName, exportedAtMs: records.clock.now,
+                databases: listed, files: archive.files))
         var json = JSONWriter(capacity: 256 + 128 * archive.files.count)
         json.value(manifest.json)
         try await archive.file(AccountArchive.manifestPath, bytes: json.bytes)

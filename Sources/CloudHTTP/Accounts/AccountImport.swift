@@ -2,6 +2,7 @@ import CloudAssets
 import CloudCore
 import CloudPostgres
 import CloudRuntime
+import Crypto
 import Foundation
 import Logging
 import NIOCore
@@ -17,100 +18,118 @@ public struct AccountImportSummary: Sendable, Equatable {
 }
 
 /// Reads an account export (`AccountArchive`) into the account named `name`, which must hold nothing yet: its zones,
-/// its records with the same names, types and fields, and its assets' bytes (docs/PRIVACY.md, "Export"). The whole
-/// archive is checked against its manifest first, so a damaged or altered one writes nothing. Records get new change
-/// tags and stamps, as on any server they move to. What `stadiumcloud accounts import` runs.
+/// its records with the same names, types and fields, and its assets' bytes (docs/PRIVACY.md, "Export"). All or
+/// nothing: the archive is checked whole first (every file against its manifest, the manifest against this server's
+/// MAC unless `trustUnsigned`, every page parsed, every asset a record references present), its assets' bytes are
+/// staged as uploads, and then everything is written in one transaction. A refused archive leaves the account exactly
+/// as it was. Records get new change tags and stamps, as on any server they move to. What `stadiumcloud accounts
+/// import` runs.
 public func importAccount(
-    _ name: String, from archive: URL, records: RecordStore, assets: any AssetStore, logger: Logger
+    _ name: String, from archive: URL, trustUnsigned: Bool = false, records: RecordStore, assets: any AssetStore, logger: Logger
 ) async throws -> AccountImportSummary {
-    let manifest: AccountArchive.Manifest
-    do { manifest = try AccountArchive.verify(at: archive) } catch let error as ArchiveError {
-        throw CloudError.badRequest("\(error); nothing was imported")
-    }
-    guard let (account, existing) = try await records.exportPlan(accountName: name, logger: logger) else {
+    let (manifest, contents) = try checkedArchive(archive, trustUnsigned: trustUnsigned, signer: records.signer)
+    guard let (account, _) = try await records.exportPlan(accountName: name, logger: logger) else {
         throw CloudError.notFound("no account is named \(name); create it first (stadiumcloud accounts create)")
     }
-    for database in existing where database.scope == .private {
-        let empty = try await records.exportPage(of: database, zone: defaultZoneName, createdBy: "", after: nil, limit: 1, logger: logger).isEmpty
-        guard empty, database.zones == [defaultZoneName] else {
-            throw CloudError(.conflict, "account \(name) already holds data; an export is imported into a fresh account only")
+    // Before staging any bytes; checked again inside the transaction.
+    try await records.checkHoldsNothing(account, logger: logger)
+    let privateDatabases = manifest.databases.filter { $0.scope == DatabaseScope.private.rawValue }
+    let checksums = Dictionary(manifest.files.map { ($0.path, $0.sha256) }, uniquingKeysWith: { first, _ in first })
+    let staged = try await stageAssets(of: contents, from: archive, into: assets)
+    var published: [(databaseID: Int64, checksum: String)] = []
+    do {
+        let stamp = ChangeStamp(timestamp: records.clock.now, userRecordName: account.userRecordName, deviceID: "import")
+        let summary = try await records.importAccount(into: account, logger: logger) { write in
+            var summary = AccountImportSummary(publicRecordsSkipped: contents.publicRecords)
+            var targets: [String: DatabaseRef] = [:]
+            for database in privateDatabases {
+                let ref = try await write.privateDatabase(container: database.container, environment: database.environment)
+                targets[database.folder] = ref
+                let zones = database.zones.filter { $0 != defaultZoneName }
+                try await write.createZones(zones, in: ref)
+                summary.zones += zones.count
+                for (asset, upload) in staged[database.folder] ?? [] {
+                    let owner = assetOwner(databaseID: ref.id)
+                    try await write.placeAsset(checksum: asset.checksum, size: asset.size, in: ref) {
+                        published.append((ref.id, asset.checksum))
+                        try await assets.publish(upload: upload, owner: owner, asset: asset)
+                    }
+                    summary.assets += 1
+                }
+            }
+            let reader = try Tar.Reader(url: archive)
+            while let entry = try reader.next() {
+                guard case .page(let folder) = AccountArchive.Entry(path: entry.path), let database = targets[folder] else { continue }
+                var bytes = Data()
+                while let piece = try reader.read(max: 1 << 20) { bytes += piece }
+                // The file is read again: it must still be what was checked.
+                guard SHA256.hash(data: bytes).hexString == checksums[entry.path] else {
+                    throw CloudError.badRequest("\(entry.path) changed while it was being imported; nothing was imported")
+                }
+                let page = try AccountArchive.Page(bytes, path: entry.path)
+                summary.records += try await write.write(page.drafts, zone: page.zoneName, in: database, stamp: stamp)
+            }
+            return summary
         }
-    }
-    var summary = AccountImportSummary()
-    var targets: [String: DatabaseRef] = [:]
-    for database in manifest.databases where database.scope == DatabaseScope.private.rawValue {
-        let ref = try await records.database(
-            container: database.container, environment: database.environment, scope: .private, owner: account, logger: logger)
-        targets[database.folder] = ref
-        let zones = database.zones.filter { $0 != defaultZoneName }
-        if !zones.isEmpty {
-            for outcome in try await records.modifyZones(zones.map { .create($0) }, in: ref, logger: logger) {
-                if case .failed(_, let error) = outcome { throw error }
-            }
-            summary.zones += zones.count
+        logger.notice(
+            "account imported",
+            metadata: ["account": "\(name)", "records": "\(summary.records)", "assets": "\(summary.assets)", "zones": "\(summary.zones)"])
+        return summary
+    } catch {
+        for (_, upload) in staged.values.joined() { try? await assets.discard(upload: upload) }
+        // Bytes placed before the transaction rolled back have no row; removed under the collector's lock, so an
+        // upload of the same bytes to the same database meanwhile keeps them.
+        _ = try? await records.collectOrphanBlobs(published, logger: logger) { databaseID, checksum in
+            try await assets.remove(owner: assetOwner(databaseID: databaseID), checksum: checksum)
         }
+        throw error
     }
-    let stamp = ChangeStamp(timestamp: records.clock.now, userRecordName: account.userRecordName, deviceID: "import")
-    let reader = try Tar.Reader(url: archive)
-    while let entry = try reader.next() {
-        let parts = entry.path.split(separator: "/").map(String.init)
-        if parts.count == 3, parts[0] == "assets" {
-            guard let database = targets[parts[1]] else { continue }
-            try await placeAsset(checksum: parts[2], size: entry.size, from: reader, in: database, records: records, assets: assets, logger: logger)
-            summary.assets += 1
-        } else if parts.count == 4, parts[0] == "records" {
-            var bytes = Data()
-            while let piece = try reader.read(max: 1 << 20) { bytes += piece }
-            let page = try JSONValue.parse(bytes)
-            guard let zone = page["zoneID"]?["zoneName"]?.stringValue, let list = page["records"]?.arrayValue else {
-                throw CloudError.badRequest("\(entry.path) lacks its zoneID or records; nothing more was imported")
-            }
-            guard let database = targets[parts[1]] else {
-                summary.publicRecordsSkipped += list.count
-                continue
-            }
-            let drafts = try list.map { record -> RecordDraft in
-                guard let recordName = record["recordName"]?.stringValue, let recordType = record["recordType"]?.stringValue,
-                    let fields = record["fields"]?.objectValue
-                else { throw CloudError.badRequest("a record of \(entry.path) lacks its recordName, recordType or fields") }
-                return RecordDraft(
-                    recordName: recordName, recordType: recordType,
-                    fields: try fields.mapValues { value in
-                        guard let field = FieldValue(stored: value) else {
-                            throw CloudError.badRequest("a field of \(recordName) in \(entry.path) is not a CloudKit field value")
-                        }
-                        return field
-                    })
-            }
-            guard !drafts.isEmpty else { continue }
-            summary.records += try await records.rewriteZones([zone], in: database, stamp: stamp, logger: logger) { _ in [zone: drafts] }
-        }
-    }
-    logger.notice(
-        "account imported",
-        metadata: ["account": "\(name)", "records": "\(summary.records)", "assets": "\(summary.assets)", "zones": "\(summary.zones)"])
-    return summary
 }
 
-/// Streams one asset's bytes into the store as an upload, checks their SHA-256 and places them as the database's.
-private func placeAsset(
-    checksum: String, size: Int64, from reader: Tar.Reader, in database: DatabaseRef, records: RecordStore, assets: any AssetStore,
-    logger: Logger
-) async throws {
-    let owner = assetOwner(databaseID: database.id)
-    let upload = "\(owner)-import-\(UUID().uuidString)"
-    var offset: Int64 = 0
+/// What an import refuses an archive with when its manifest's MAC is not this server's.
+public let unauthenticatedArchive =
+    "the archive was not made by this server or was changed after export (its manifest's MAC does not match this server's key); nothing was imported. An archive from another server is imported only when the operator trusts the file: stadiumcloud accounts import --trust-unsigned"
+
+/// The archive's manifest and contents once it is whole, authentic (unless `trustUnsigned`) and every page and asset
+/// reference is sound; BAD_REQUEST naming the first fault otherwise. Writes nothing.
+func checkedArchive(_ archive: URL, trustUnsigned: Bool, signer: TokenSigner) throws -> (AccountArchive.Manifest, AccountArchive.Contents) {
     do {
-        // Pieces above S3's smallest part, so each append sends whole parts.
-        while let piece = try reader.read(max: 8 << 20) {
-            offset = try await assets.append(OnePiece(buffer: ByteBuffer(bytes: piece)), to: upload, at: offset, maxSize: size)
+        let manifest = try AccountArchive.verify(at: archive)
+        guard trustUnsigned || AccountArchive.Authenticator(signer: signer).isAuthentic(manifest) else {
+            throw CloudError.badRequest(unauthenticatedArchive)
         }
-        let stored = try await assets.verify(upload: upload, expectedChecksum: checksum)
-        try await records.publishAsset(checksum: stored.checksum, size: stored.size, in: database.id, logger: logger) {
-            try await assets.publish(upload: upload, owner: owner, asset: stored)
+        return (manifest, try AccountArchive.Contents(of: archive, manifest: manifest))
+    } catch let error as ArchiveError {
+        throw CloudError.badRequest("\(error); nothing was imported")
+    }
+}
+
+/// Copies every asset of the archive's private databases into the store as an upload and checks its SHA-256 there:
+/// by folder, each asset with its upload's id. Nothing of any account yet; on failure the uploads are dropped.
+private func stageAssets(
+    of contents: AccountArchive.Contents, from archive: URL, into assets: any AssetStore
+) async throws -> [String: [(asset: StoredAsset, upload: String)]] {
+    var staged: [String: [(asset: StoredAsset, upload: String)]] = [:]
+    do {
+        let reader = try Tar.Reader(url: archive)
+        while let entry = try reader.next() {
+            guard case .asset(let folder, let checksum) = AccountArchive.Entry(path: entry.path), contents.assets[folder] != nil else { continue }
+            // Not yet named after a database (`db42-…`): it has none until the transaction; the partial-upload sweep
+            // removes one a crash leaves.
+            let upload = "import-\(UUID().uuidString)"
+            staged[folder, default: []].append((StoredAsset(checksum: checksum, size: entry.size), upload))
+            var offset: Int64 = 0
+            // Pieces above S3's smallest part, so each append sends whole parts.
+            while let piece = try reader.read(max: 8 << 20) {
+                offset = try await assets.append(OnePiece(buffer: ByteBuffer(bytes: piece)), to: upload, at: offset, maxSize: entry.size)
+            }
+            let stored = try await assets.verify(upload: upload, expectedChecksum: checksum)
+            staged[folder]![staged[folder]!.count - 1].asset = stored
         }
+        return staged
     } catch {
-        try? await assets.discard(upload: upload)
+        for (_, upload) in staged.values.joined() { try? await assets.discard(upload: upload) }
+        if let error = error as? ArchiveError { throw CloudError.badRequest("\(error); nothing was imported") }
         throw error
     }
 }

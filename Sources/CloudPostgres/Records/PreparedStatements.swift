@@ -145,7 +145,7 @@ struct StoreWrites: PostgresPreparedStatement {
             bindings.append(rows.map(Self.cascadeTargets(of:)))
             bindings.append(
                 rows.map { record in
-                    let checksums = RecordStore.assetChecksums(in: record.fields)
+                    let checksums = FieldValue.assetChecksums(in: record.fields)
                     return checksums.isEmpty ? "[]" : JSONWriter.encode(.array(checksums.map(JSONValue.string)))
                 })
         }

@@ -12,24 +12,31 @@ extension RecordStore {
         checksum: String, size: Int64, in databaseID: Int64, logger: Logger, publish: () async throws -> Void
     ) async throws {
         try await self.client.transaction(logger: logger) { connection in
-            // An account erased before gets no bytes placed. One erased between here and the row (a narrow race) gets the
-            // same answer; its bytes are then an orphan the collector's sweep removes. Not a lock on the database row:
-            // that would hold the account's writes for as long as bytes move.
-            let erased = Self.uploadToErasedDatabase
-            var live = false
-            for try await _ in try await connection.query("SELECT 1 FROM databases WHERE id = \(databaseID)", logger: logger) { live = true }
-            guard live else { throw erased }
-            try await Self.lockAsset(databaseID: databaseID, checksum: checksum, on: connection, logger: logger)
-            try await publish()
-            do {
-                try await connection.query(
-                    """
-                    INSERT INTO assets (database_id, checksum, size, stored_ms) VALUES (\(databaseID), \(checksum), \(size), \(self.clock.now))
-                    ON CONFLICT (database_id, checksum) DO UPDATE SET stored_ms = EXCLUDED.stored_ms
-                    """, logger: logger)
-            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23503" {
-                throw erased
-            }
+            try await self.publishAsset(checksum: checksum, size: size, in: databaseID, on: connection, logger: logger, publish: publish)
+        }
+    }
+
+    /// `publishAsset` inside the caller's transaction.
+    func publishAsset(
+        checksum: String, size: Int64, in databaseID: Int64, on connection: PostgresConnection, logger: Logger, publish: () async throws -> Void
+    ) async throws {
+        // An account erased before gets no bytes placed. One erased between here and the row (a narrow race) gets the
+        // same answer; its bytes are then an orphan the collector's sweep removes. Not a lock on the database row:
+        // that would hold the account's writes for as long as bytes move.
+        let erased = Self.uploadToErasedDatabase
+        var live = false
+        for try await _ in try await connection.query("SELECT 1 FROM databases WHERE id = \(databaseID)", logger: logger) { live = true }
+        guard live else { throw erased }
+        try await Self.lockAsset(databaseID: databaseID, checksum: checksum, on: connection, logger: logger)
+        try await publish()
+        do {
+            try await connection.query(
+                """
+                INSERT INTO assets (database_id, checksum, size, stored_ms) VALUES (\(databaseID), \(checksum), \(size), \(self.clock.now))
+                ON CONFLICT (database_id, checksum) DO UPDATE SET stored_ms = EXCLUDED.stored_ms
+                """, logger: logger)
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23503" {
+            throw erased
         }
     }
 
@@ -133,30 +140,19 @@ extension RecordStore {
     /// collected). Runs under the write lock, so the collector cannot remove it before the write commits.
     static func checkAssetsExist(_ plan: inout ModificationPlan, databaseID: Int64, on connection: PostgresConnection, logger: Logger) async throws {
         let saved = plan.writes.filter { !$0.deleted }
-        let referenced = Set(saved.flatMap { Self.assetChecksums(in: $0.fields) })
+        let referenced = Set(saved.flatMap { FieldValue.assetChecksums(in: $0.fields) })
         guard !referenced.isEmpty else { return }
         var present = Set<String>()
         for try await checksum in try await connection.query(
             "SELECT checksum FROM assets WHERE database_id = \(databaseID) AND checksum = ANY(\(Array(referenced)))", logger: logger
         ).decode(String.self) { present.insert(checksum) }
         for record in saved {
-            if let missing = Self.assetChecksums(in: record.fields).sorted().first(where: { !present.contains($0) }) {
+            if let missing = FieldValue.assetChecksums(in: record.fields).sorted().first(where: { !present.contains($0) }) {
                 plan.fail(
                     record.recordName,
                     .badRequest(
                         "record \(record.recordName): asset \(missing) was not uploaded to this database (or has expired); upload it with assets/upload"
                     ))
-            }
-        }
-    }
-
-    /// The checksums of the ASSETID values among `fields`.
-    static func assetChecksums(in fields: [String: FieldValue]) -> [String] {
-        fields.values.flatMap { field -> [String] in
-            switch field.type {
-            case .asset: [field.value["fileChecksum"]?.stringValue].compactMap { $0 }
-            case .assetList: field.value.arrayValue?.compactMap { $0["fileChecksum"]?.stringValue } ?? []
-            default: []
             }
         }
     }

@@ -77,7 +77,7 @@ extension RecordStore {
         guard self.schemaAdditions(for: operations, of: batch, on: basis) == nil else { return nil }
         let plan = self.plan(operations, of: batch, on: basis, schema: schema)
         let needsDatabase = plan.writes.contains { record in
-            record.deleted || !Self.assetChecksums(in: record.fields).isEmpty
+            record.deleted || !FieldValue.assetChecksums(in: record.fields).isEmpty
                 || Reference.all(in: record.fields).contains { $0.action == .validate }
         }
         guard !needsDatabase else { return nil }

@@ -16,55 +16,64 @@ extension RecordStore {
         logger: Logger,
         _ decide: @Sendable ([String: [String: Record]]) throws -> [String: [RecordDraft]]
     ) async throws -> Int {
-        for name in zoneNames { try FieldName.validate(name, path: "import", what: "zone name") }
         let written = try await self.client.transaction(logger: logger) { connection in
-            let (first, _, schema, _) = try await self.beginWrite(zoneName: defaultZoneName, in: database, on: connection, logger: logger)
-            var seq = first
-            var zoneIDs: [String: Int64] = [:]
-            for try await (id, name) in try await connection.query(
-                "SELECT id, zone_name FROM zones WHERE database_id = \(database.id) AND NOT deleted AND zone_name = ANY(\(zoneNames))", logger: logger
-            ).decode((Int64, String).self) { zoneIDs[name] = id }
-            var stored: [String: [String: Record]] = [:]
-            for name in zoneNames { stored[name] = [:] }
-            var builder = SQLBuilder()
-            let columns = Self.recordColumns(&builder, desiredKeys: nil)
-            builder.append(
-                "SELECT z.zone_name, \(columns) FROM records r JOIN zones z ON z.id = r.zone_id WHERE r.zone_id = ANY(\(builder.bind(Array(zoneIDs.values))))"
-            )
-            if let recordNames { builder.append(" AND r.record_name = ANY(\(builder.bind(recordNames)))") }
-            for try await row in try await connection.query(builder.query, logger: logger) {
-                var cells = RowCells(row)
-                let zoneName: String = try cells.next()
-                guard let snapshot = try Self.snapshot(from: &cells) else { throw RowCells.missing }
-                let record = try Self.record(from: snapshot)
-                stored[zoneName, default: [:]][record.recordName] = record
-            }
-            let drafts = try decide(stored)
-            guard commit else { return 0 }
-            var written = 0
-            for name in zoneNames {
-                guard let zoneDrafts = drafts[name], !zoneDrafts.isEmpty else { continue }
-                let zoneID: Int64
-                if let existing = zoneIDs[name] {
-                    zoneID = existing
-                } else {
-                    seq += 1
-                    zoneID = try await Self.insertZone(name, in: database, seq: seq, now: stamp.timestamp, on: connection, logger: logger)
-                }
-                let writes = try zoneDrafts.map { draft -> Record in
-                    try schema?.validate(recordType: draft.recordType, fields: draft.fields, in: database.scope, path: draft.recordName)
-                    seq += 1
-                    let current = stored[name]?[draft.recordName].flatMap { $0.deleted ? nil : $0 }
-                    return Record(
-                        recordName: draft.recordName, recordType: draft.recordType, changeSeq: seq, fields: draft.fields,
-                        created: current?.created ?? stamp, modified: stamp)
-                }
-                try await Self.store(writes, zoneID: zoneID, databaseID: database.id, lastSeq: seq, on: connection, logger: logger)
-                written += writes.count
-            }
-            return written
+            try await self.rewriteZones(zoneNames, in: database, only: recordNames, stamp: stamp, commit: commit, on: connection, logger: logger, decide)
         }
         if written > 0 { self.changes.committed([database.id]) }
+        return written
+    }
+
+    /// `rewriteZones` inside the caller's transaction; the caller announces the change once it commits.
+    func rewriteZones(
+        _ zoneNames: [String], in database: DatabaseRef, only recordNames: [String]? = nil, stamp: ChangeStamp, commit: Bool = true,
+        on connection: PostgresConnection, logger: Logger,
+        _ decide: @Sendable ([String: [String: Record]]) throws -> [String: [RecordDraft]]
+    ) async throws -> Int {
+        for name in zoneNames { try FieldName.validate(name, path: "import", what: "zone name") }
+        let (first, _, schema, _) = try await self.beginWrite(zoneName: defaultZoneName, in: database, on: connection, logger: logger)
+        var seq = first
+        var zoneIDs: [String: Int64] = [:]
+        for try await (id, name) in try await connection.query(
+            "SELECT id, zone_name FROM zones WHERE database_id = \(database.id) AND NOT deleted AND zone_name = ANY(\(zoneNames))", logger: logger
+        ).decode((Int64, String).self) { zoneIDs[name] = id }
+        var stored: [String: [String: Record]] = [:]
+        for name in zoneNames { stored[name] = [:] }
+        var builder = SQLBuilder()
+        let columns = Self.recordColumns(&builder, desiredKeys: nil)
+        builder.append(
+            "SELECT z.zone_name, \(columns) FROM records r JOIN zones z ON z.id = r.zone_id WHERE r.zone_id = ANY(\(builder.bind(Array(zoneIDs.values))))"
+        )
+        if let recordNames { builder.append(" AND r.record_name = ANY(\(builder.bind(recordNames)))") }
+        for try await row in try await connection.query(builder.query, logger: logger) {
+            var cells = RowCells(row)
+            let zoneName: String = try cells.next()
+            guard let snapshot = try Self.snapshot(from: &cells) else { throw RowCells.missing }
+            let record = try Self.record(from: snapshot)
+            stored[zoneName, default: [:]][record.recordName] = record
+        }
+        let drafts = try decide(stored)
+        guard commit else { return 0 }
+        var written = 0
+        for name in zoneNames {
+            guard let zoneDrafts = drafts[name], !zoneDrafts.isEmpty else { continue }
+            let zoneID: Int64
+            if let existing = zoneIDs[name] {
+                zoneID = existing
+            } else {
+                seq += 1
+                zoneID = try await Self.insertZone(name, in: database, seq: seq, now: stamp.timestamp, on: connection, logger: logger)
+            }
+            let writes = try zoneDrafts.map { draft -> Record in
+                try schema?.validate(recordType: draft.recordType, fields: draft.fields, in: database.scope, path: draft.recordName)
+                seq += 1
+                let current = stored[name]?[draft.recordName].flatMap { $0.deleted ? nil : $0 }
+                return Record(
+                    recordName: draft.recordName, recordType: draft.recordType, changeSeq: seq, fields: draft.fields,
+                    created: current?.created ?? stamp, modified: stamp)
+            }
+            try await Self.store(writes, zoneID: zoneID, databaseID: database.id, lastSeq: seq, on: connection, logger: logger)
+            written += writes.count
+        }
         return written
     }
 

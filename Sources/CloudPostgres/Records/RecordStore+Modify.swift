@@ -161,7 +161,7 @@ extension RecordStore {
         }
         var plan = self.plan(operations, of: batch, on: basis, schema: schema)
         // The asset collector deletes under the lock without a new change number, so only the lock keeps an asset.
-        if !holdingLock, plan.writes.contains(where: { !$0.deleted && !Self.assetChecksums(in: $0.fields).isEmpty }) { return nil }
+        if !holdingLock, plan.writes.contains(where: { !$0.deleted && !FieldValue.assetChecksums(in: $0.fields).isEmpty }) { return nil }
         try await Self.checkValidatedReferences(&plan, existing: basis.existing, zoneID: zoneID, on: connection, logger: logger)
         try await Self.checkAssetsExist(&plan, databaseID: database.id, on: connection, logger: logger)
         if batch.atomic, plan.outcomes.contains(where: \.isFailure) {

@@ -39,50 +39,58 @@ extension RecordStore {
         }
         for operation in operations { try FieldName.validate(operation.zoneName, path: "zones/modify", what: "zone name") }
         let outcomes = try await self.client.transaction(logger: logger) { connection in
-            var head = try await Self.lockChangeSequence(of: database, on: connection, logger: logger)
-            let now = self.clock.now
-            var outcomes: [ZoneOutcome] = []
-            for operation in operations {
-                let name = operation.zoneName
-                if name == defaultZoneName {
-                    outcomes.append(.failed(name, .badRequest("the default zone cannot be created or deleted")))
-                    continue
-                }
-                if database.scope == .public, let refusal = UnlistedZone.refusal(of: operation) {
-                    outcomes.append(.failed(name, refusal))
-                    continue
-                }
-                var existing: Int64?
-                for try await id in try await connection.query(
-                    "SELECT id FROM zones WHERE database_id = \(database.id) AND zone_name = \(name) AND NOT deleted", logger: logger
-                ).decode(Int64.self) { existing = id }
-                switch operation {
-                case .create:
-                    if let existing {
-                        // Creating a zone that exists succeeds, as in CloudKit: clients create zones on every launch.
-                        outcomes.append(.created(ZoneInfo(zoneName: name, syncToken: self.token(.zone, in: database, zoneID: existing, seq: head))))
-                        continue
-                    }
-                    head += 1
-                    let newID = try await Self.insertZone(name, in: database, seq: head, now: now, on: connection, logger: logger)
-                    outcomes.append(.created(ZoneInfo(zoneName: name, syncToken: self.token(.zone, in: database, zoneID: newID, seq: head))))
-                case .delete:
-                    guard let existing else {
-                        outcomes.append(.failed(name, CloudError.zoneNotFound(name)))
-                        continue
-                    }
-                    head += 1
-                    try await connection.query("DELETE FROM records WHERE zone_id = \(existing)", logger: logger)
-                    try await connection.query(
-                        "UPDATE zones SET deleted = true, change_seq = \(head), modified_ms = \(now) WHERE id = \(existing)", logger: logger)
-                    outcomes.append(.deleted(name))
-                }
-            }
-            try await connection.query("UPDATE databases SET change_seq = \(head) WHERE id = \(database.id)", logger: logger)
-            return outcomes
+            try await self.modifyZones(operations, in: database, on: connection, logger: logger)
         }
         guard outcomes.contains(where: { if case .failed = $0 { false } else { true } }) else { return outcomes }
         self.changes.committed([database.id])
+        return outcomes
+    }
+
+    /// `modifyZones` inside the caller's transaction, its operations checked already; the caller announces the change
+    /// once it commits.
+    func modifyZones(_ operations: [ZoneOperation], in database: DatabaseRef, on connection: PostgresConnection, logger: Logger) async throws
+        -> [ZoneOutcome]
+    {
+        var head = try await Self.lockChangeSequence(of: database, on: connection, logger: logger)
+        let now = self.clock.now
+        var outcomes: [ZoneOutcome] = []
+        for operation in operations {
+            let name = operation.zoneName
+            if name == defaultZoneName {
+                outcomes.append(.failed(name, .badRequest("the default zone cannot be created or deleted")))
+                continue
+            }
+            if database.scope == .public, let refusal = UnlistedZone.refusal(of: operation) {
+                outcomes.append(.failed(name, refusal))
+                continue
+            }
+            var existing: Int64?
+            for try await id in try await connection.query(
+                "SELECT id FROM zones WHERE database_id = \(database.id) AND zone_name = \(name) AND NOT deleted", logger: logger
+            ).decode(Int64.self) { existing = id }
+            switch operation {
+            case .create:
+                if let existing {
+                    // Creating a zone that exists succeeds, as in CloudKit: clients create zones on every launch.
+                    outcomes.append(.created(ZoneInfo(zoneName: name, syncToken: self.token(.zone, in: database, zoneID: existing, seq: head))))
+                    continue
+                }
+                head += 1
+                let newID = try await Self.insertZone(name, in: database, seq: head, now: now, on: connection, logger: logger)
+                outcomes.append(.created(ZoneInfo(zoneName: name, syncToken: self.token(.zone, in: database, zoneID: newID, seq: head))))
+            case .delete:
+                guard let existing else {
+                    outcomes.append(.failed(name, CloudError.zoneNotFound(name)))
+                    continue
+                }
+                head += 1
+                try await connection.query("DELETE FROM records WHERE zone_id = \(existing)", logger: logger)
+                try await connection.query(
+                    "UPDATE zones SET deleted = true, change_seq = \(head), modified_ms = \(now) WHERE id = \(existing)", logger: logger)
+                outcomes.append(.deleted(name))
+            }
+        }
+        try await connection.query("UPDATE databases SET change_seq = \(head) WHERE id = \(database.id)", logger: logger)
         return outcomes
     }
 

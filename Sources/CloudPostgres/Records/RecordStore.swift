@@ -105,26 +105,33 @@ public final class RecordStore: Sendable {
         container: String, environment: String, scope: DatabaseScope, owner: Account?, logger: Logger
     ) async throws -> Int64 {
         try await self.client.transaction(logger: logger) { connection -> Int64 in
-            let inserted = try await connection.query(
-                """
-                INSERT INTO databases (container, environment, scope, owner_account_id)
-                VALUES (\(container), \(environment), \(scope.rawValue), \(owner?.id))
-                ON CONFLICT (container, environment, scope, owner_account_id) DO NOTHING RETURNING id
-                """, logger: logger)
-            for try await id in inserted.decode(Int64.self) {
-                try await connection.query(
-                    "INSERT INTO zones (database_id, zone_name, change_seq, modified_ms) VALUES (\(id), \(defaultZoneName), 0, \(self.clock.now))",
-                    logger: logger)
-                return id
-            }
-            let existing = try await connection.query(
-                """
-                SELECT id FROM databases WHERE container = \(container) AND environment = \(environment)
-                AND scope = \(scope.rawValue) AND owner_account_id IS NOT DISTINCT FROM \(owner?.id)
-                """, logger: logger)
-            for try await id in existing.decode(Int64.self) { return id }
-            throw CloudError.accountErased
+            try await self.findOrCreateDatabase(container: container, environment: environment, scope: scope, owner: owner, on: connection, logger: logger)
         }
+    }
+
+    /// The database's id, created with its default zone inside the caller's transaction when there is none.
+    func findOrCreateDatabase(
+        container: String, environment: String, scope: DatabaseScope, owner: Account?, on connection: PostgresConnection, logger: Logger
+    ) async throws -> Int64 {
+        let inserted = try await connection.query(
+            """
+            INSERT INTO databases (container, environment, scope, owner_account_id)
+            VALUES (\(container), \(environment), \(scope.rawValue), \(owner?.id))
+            ON CONFLICT (container, environment, scope, owner_account_id) DO NOTHING RETURNING id
+            """, logger: logger)
+        for try await id in inserted.decode(Int64.self) {
+            try await connection.query(
+                "INSERT INTO zones (database_id, zone_name, change_seq, modified_ms) VALUES (\(id), \(defaultZoneName), 0, \(self.clock.now))",
+                logger: logger)
+            return id
+        }
+        let existing = try await connection.query(
+            """
+            SELECT id FROM databases WHERE container = \(container) AND environment = \(environment)
+            AND scope = \(scope.rawValue) AND owner_account_id IS NOT DISTINCT FROM \(owner?.id)
+            """, logger: logger)
+        for try await id in existing.decode(Int64.self) { return id }
+        throw CloudError.accountErased
     }
 
     /// The live zone's internal id, or ZONE_NOT_FOUND.
