@@ -126,6 +126,7 @@ let package = Package(
             dependencies: [
                 "Canon",
                 "Feeds",
+                "CloudAssets",
                 "CloudCore",
                 "CloudHTTP",
                 "CloudPostgres",
@@ -160,7 +161,9 @@ let package = Package(
         .executableTarget(
             name: "stadiumcloud-client",
             dependencies: [
+                "CloudCore",
                 "CloudSync",
+                "SportsDomain",
                 "StadiumCloudClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),

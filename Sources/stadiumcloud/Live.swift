@@ -1,7 +1,6 @@
 import CloudHTTP
 import CloudPostgres
 import Logging
-import PostgresNIO
 
 /// The one composition root of the executable: `serve` and every command build their live parts here, from the
 /// command line's database options and the server configuration (its clock, password cost and limits).
