@@ -16,7 +16,7 @@ extension ConsoleController {
         ]
         let rows = runs.map { run in
             """
-            <tr><th scope=row>\(ConsoleFormat.escape(run.job))</th><td>\(every[run.job] ?? (run.job.hasPrefix("feed ") ? "by game state" : ""))</td><td>\(ConsoleFormat.dateTime(run.startedMs))</td>\
+            <tr><th scope=row>\(ConsoleFormat.escape(run.job))</th><td>\(every[run.job] ?? Self.feedJobCadence(run.job))</td><td>\(ConsoleFormat.dateTime(run.startedMs))</td>\
             <td class=n>\(run.endedMs - run.startedMs) ms</td><td\(run.succeeded ? "" : " class=error")>\(ConsoleFormat.escape(run.outcome))</td></tr>
             """
         }.joined()
@@ -35,5 +35,12 @@ extension ConsoleController {
             <tbody>\(rows)</tbody></table>
             \(runs.isEmpty ? "<p>No job has run yet: the first runs an interval after the server starts.</p>" : "")
             """, session: session)
+    }
+
+    /// How often a feed's job runs (docs/FEEDS.md): the jobs are named by the feeds, which this layer does not know.
+    static func feedJobCadence(_ job: String) -> String {
+        if job.hasPrefix("feed ") { return "by game state" }
+        if job.hasPrefix("backfill ") { return "a week of past days an answer, then daily" }
+        return job == "held games" ? "when a game is held or let go" : ""
     }
 }
