@@ -147,7 +147,8 @@ struct Serve: AsyncParsableCommand {
         let clock = configuration.clock
         let containers = configuration.containers
         let live = try Live(self.database, configuration: configuration)
-        configuration.connections.maximum = OpenFiles.raiseLimit(connections: self.maxConnections, logger: live.logger)
+        configuration.connections.maximum = self.maxConnections
+        configuration.connections = OpenFiles.raiseLimit(configuration.connections, logger: live.logger)
         let server = ServerService(
             stores: live.stores, configuration: configuration, migrations: migrations, applyMigrations: self.migrate, metrics: registry,
             extensions: { records in

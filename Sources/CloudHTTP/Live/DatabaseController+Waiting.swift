@@ -10,6 +10,11 @@ extension DatabaseController {
     @Sendable func waitForChanges(_ call: DatabaseCall) async throws -> WireWriter {
         let token = try call.body.string("syncToken")
         let zones = try call.body.objects("zones")
+        // A wait on nothing would answer "changed" at once, every time: a device whose body was lost would sync in a
+        // loop. A first wait without a database token names the public zones it follows (`[]` for none).
+        guard token != nil || zones != nil || call.body["publicZones"] != nil else {
+            throw CloudError.badRequest("changes/wait needs syncToken (a database token), zones (zone tokens) or publicZones")
+        }
         let position: WaitPosition
         switch (token, zones) {
         case (_, nil):

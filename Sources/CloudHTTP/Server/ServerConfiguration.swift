@@ -136,7 +136,7 @@ public struct LiveConfiguration: Sendable {
 /// What one connection may hold, and how many the process keeps (docs/RELIABILITY.md, "Connections").
 public struct ConnectionLimits: Sendable {
     /// Open connections; past it a new one is answered 503 TRY_AGAIN_LATER and closed. `serve` lowers it to what the
-    /// open-file limit leaves room for.
+    /// open-file limit leaves room for (`maximum(underOpenFileLimit:)`).
     public var maximum = 10_000
     /// From connecting to the end of the first request head.
     public var headTimeout: Duration = .seconds(10)
@@ -156,6 +156,32 @@ public struct ConnectionLimits: Sendable {
     public var uploadBody = BodyPace(deadline: .seconds(3600), minimumBytesPerSecond: 1000)
 
     public init() {}
+}
+
+/// Every connection holds a file descriptor, so the process's open-file limit bounds `maximum`.
+extension ConnectionLimits {
+    /// Descriptors kept beside the connections' own: PostgreSQL's (a pool of at most 20 and the change listener),
+    /// asset files being written or read, logs and the listening socket.
+    public static let reservedOpenFiles = 128
+
+    /// The open-file limit `maximum` connections need: one descriptor each, and the reserve.
+    public var openFilesNeeded: Int { self.maximum + Self.reservedOpenFiles }
+
+    /// `maximum`, lowered to what an open-file limit of `limit` leaves room for: the limit less the reserve, or half
+    /// of a limit too small to hold the reserve twice.
+    public func maximum(underOpenFileLimit limit: Int) -> Int {
+        min(self.maximum, limit > Self.reservedOpenFiles * 2 ? limit - Self.reservedOpenFiles : limit / 2)
+    }
+
+    /// What `serve` warns at start when the open-file limit (the hard one, which it raises its soft one to) is below
+    /// what `maximum` connections need; nil when it is not.
+    public func openFileLimitWarning(limit: Int) -> String? {
+        guard limit < self.openFilesNeeded else { return nil }
+        return "the open-file limit (\(limit), the hard one) is below the \(self.openFilesNeeded) descriptors --max-connections \(self.maximum) needs "
+            + "(one a connection, \(Self.reservedOpenFiles) for PostgreSQL, asset files and logs): at most "
+            + "\(self.maximum(underOpenFileLimit: limit)) connections are kept; raise the hard limit (LimitNOFILE= in the service's unit, "
+            + "ulimit -Hn) or lower --max-connections"
+    }
 }
 
 /// How fast a request body must come (docs/RELIABILITY.md, "Connections"): whole within `deadline` of its head, and at

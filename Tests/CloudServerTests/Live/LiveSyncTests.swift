@@ -63,11 +63,12 @@ import Testing
             #expect(answer.json["changed"] == true)
             // The zones that changed, as docs/SYNC.md promises (the answer had none for a database token).
             #expect(answer.json["zones"]?.arrayValue?.compactMap { $0["zoneID"]?["zoneName"]?.stringValue } == ["Trips"], "\(answer.json)")
-            // Nothing since: an immediate answer with no zone; without a token, every zone.
+            // Nothing since: an immediate answer with no zone; without a token (a device's first wait, with the
+            // public zones it follows), every zone.
             let after = try #require(try await server.call("changes/database", ["syncToken": token], as: server.alice).json["syncToken"])
             let quiet = try await server.call("changes/wait", ["syncToken": after, "timeout": 0], as: server.alice)
             #expect(quiet.json["changed"] == false && quiet.json["zones"]?.arrayValue?.isEmpty == true, "\(quiet.json)")
-            let first = try await server.call("changes/wait", ["timeout": 0], as: server.alice)
+            let first = try await server.call("changes/wait", ["publicZones": [], "timeout": 0], as: server.alice)
             #expect(Set(first.json["zones"]?.arrayValue?.compactMap { $0["zoneID"]?["zoneName"]?.stringValue } ?? []) == ["_defaultZone", "Trips"])
         }
     }
@@ -130,6 +131,24 @@ import Testing
             try await server.modify([Op.create("wake")])
             #expect(try await one.json["changed"] == true)
             #expect(try await two.json["changed"] == true)
+        }
+    }
+
+    /// A wait must say what it waits on: a body that lost its tokens (or was never sent) would otherwise be answered
+    /// "changed" at once, every time, and a device would sync in a loop.
+    @Test func aWaitThatNamesNothingToWaitOnIsRefusedAndChangesNothing() async throws {
+        try await TestServer.run { server in
+            let token = try #require(try await server.call("changes/database", [:], as: server.alice).json["syncToken"])
+            let feed = server.dependencies.records.changes.feed
+            for rawBody in ["", "{}", #"{"timeout": 5}"#, #"{"syncToken": null, "zones": null}"#] {
+                let reply = try await server.call("changes/wait", as: server.alice, rawBody: rawBody, contentType: "application/json")
+                #expect(reply.status == 400, "\(rawBody)")
+                #expect(reply.errorCode == "BAD_REQUEST", "\(rawBody)")
+                #expect(reply.json["reason"]?.stringValue?.contains("needs syncToken (a database token), zones (zone tokens) or publicZones") == true, "\(reply.json)")
+                #expect(feed.waiting == 0)
+            }
+            let since = try await server.call("changes/database", ["syncToken": token], as: server.alice)
+            #expect(since.json["zones"]?.arrayValue?.isEmpty == true, "\(since.json)")
         }
     }
 
