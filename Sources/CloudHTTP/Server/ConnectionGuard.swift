@@ -80,7 +80,9 @@ final class OpenConnectionCount: Sendable {
             } else if bytes[0..<15].allSatisfy({ $0 == 0 }), bytes[15] == 1 {
                 client = "::1"
             } else {
-                client = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }.joined(separator: ":") + "::/64"
+                client =
+                    stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }.joined(separator: ":")
+                    + "::/64"
             }
         default:
             return nil
@@ -149,7 +151,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             case .full: CloudError(.tryAgainLater, "the server has as many connections open as it keeps; try again shortly", retryAfter: 1)
             case .clientFull:
                 CloudError(
-                    .throttled, "this address has \(self.connections.limits.maximumPerAddress) connections open, as many as one client may; close some",
+                    .throttled,
+                    "this address has \(self.connections.limits.maximumPerAddress) connections open, as many as one client may; close some",
                     retryAfter: 1)
             }
         var response = HTTPResponse(status: .serviceUnavailable)
@@ -201,9 +204,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         case .head(let head):
             self.headDeadline?.cancel()
             self.headDeadline = nil
-            let limits = self.connections.limits
-            let isUpload = Self.uploadPaths.contains { head.path?.hasPrefix($0) == true }
-            self.body = BodyClock(pace: isUpload ? limits.uploadBody : limits.body, now: .now())
+            self.body = BodyClock(pace: Self.pace(forPath: head.path, self.connections.limits), now: .now())
         case .body(let bytes):
             self.body?.received(bytes.readableBytes, now: .now())
         case .end:
@@ -216,6 +217,11 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Paths whose bodies are uploads (`ConnectionLimits.uploadBody`): photo bytes and the console's dataset.
     static let uploadPaths = ["/assets/upload/", "/console/import/upload"]
+
+    /// The pace a request's body is held to: an upload's own, else the one of every other body.
+    static func pace(forPath path: String?, _ limits: ConnectionLimits) -> BodyPace {
+        Self.uploadPaths.contains { path?.hasPrefix($0) == true } ? limits.uploadBody : limits.body
+    }
 
     func channelReadComplete(context: ChannelHandlerContext) {
         if self.body != nil {
@@ -323,5 +329,9 @@ func endingWhenTheClientLeaves(_ context: CloudRequestContext, _ poll: @escaping
     let departure = try await ConnectionGuard.departure(of: context.channel)
     let task = Task { try await poll() }
     departure.whenComplete { _ in task.cancel() }
-    return try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+    return try await withTaskCancellationHandler {
+        try await task.value
+    } onCancel: {
+        task.cancel()
+    }
 }
