@@ -101,6 +101,7 @@ let package = Package(
                 "SportsDomain",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
         /// The score feeds: provider adapters (ESPN, MLB Stats API, NHL web API, NBA CDN), matching to canonical games,

@@ -3,6 +3,7 @@ import CloudPostgres
 import CloudRuntime
 import Foundation
 import Logging
+import Metrics
 import SportsDomain
 import Synchronization
 
@@ -80,10 +81,17 @@ public final class CanonicalEndpoints: Sendable {
     public func warm(containers: some Sequence<String>, environments: [String], logger: Logger) async {
         for container in containers {
             for environment in environments {
-                guard let database = try? await self.records.database(
-                    container: container, environment: environment, scope: .public, owner: nil, logger: logger)
-                else { continue }
-                _ = try? await self.catalog(for: database, logger: logger)
+                do {
+                    let database = try await self.records.database(
+                        container: container, environment: environment, scope: .public, owner: nil, logger: logger)
+                    _ = try await self.catalog(for: database, logger: logger)
+                } catch {
+                    // Not fatal: the first request builds the catalog again.
+                    logger.error(
+                        "the canonical catalog could not be built ahead of requests",
+                        metadata: ["container": "\(container)", "environment": "\(environment)", "error": "\(error)"])
+                    Counter(label: "stadiumcloud_job_failures_total", dimensions: [("job", "catalog-warm-up")]).increment()
+                }
             }
         }
     }

@@ -5,6 +5,7 @@ import CloudRuntime
 import Crypto
 import Foundation
 import Logging
+import Metrics
 import NIOCore
 
 /// What an import wrote.
@@ -76,11 +77,23 @@ public func importAccount(
             metadata: ["account": "\(name)", "records": "\(summary.records)", "assets": "\(summary.assets)", "zones": "\(summary.zones)"])
         return summary
     } catch {
-        for (_, upload) in staged.values.joined() { try? await assets.discard(upload: upload) }
+        // What the refused import left is cleaned up; what cannot be now, the asset collector removes later (staged
+        // uploads abandoned for a day, bytes no record references), so a failure here is logged and the refusal stands.
+        func cleanUp(_ what: String, _ work: () async throws -> Void) async {
+            do { try await work() } catch let cleanup {
+                logger.error(
+                    "a refused account import's \(what) could not be removed now; the asset collector will",
+                    metadata: ["account": "\(name)", "error": "\(cleanup)"])
+                Counter(label: "stadiumcloud_job_failures_total", dimensions: [("job", "account-import-cleanup")]).increment()
+            }
+        }
+        for (_, upload) in staged.values.joined() { await cleanUp("staged upload") { try await assets.discard(upload: upload) } }
         // Bytes placed before the transaction rolled back have no row; removed under the collector's lock, so an
         // upload of the same bytes to the same database meanwhile keeps them.
-        _ = try? await records.collectOrphanBlobs(published, logger: logger) { databaseID, checksum in
-            try await assets.remove(owner: assetOwner(databaseID: databaseID), checksum: checksum)
+        await cleanUp("asset bytes") {
+            _ = try await records.collectOrphanBlobs(published, logger: logger) { databaseID, checksum in
+                try await assets.remove(owner: assetOwner(databaseID: databaseID), checksum: checksum)
+            }
         }
         throw error
     }
