@@ -145,7 +145,8 @@ public struct GameIndex: Sendable {
 
     static func entry(from record: Record) -> Entry? {
         guard record.recordType == "Game", !record.deleted, let game = Game(recordName: record.recordName, fields: record.fields) else { return nil }
-        let ids = (record.fields["sourceGameId"]?.value.stringValue.map { [$0] } ?? [])
+        let ids =
+            (record.fields["sourceGameId"]?.value.stringValue.map { [$0] } ?? [])
             + (record.fields["feedIds"]?.value.arrayValue?.compactMap(\.stringValue) ?? [])
         return Entry(game: game, ids: ids)
     }
@@ -205,7 +206,10 @@ public struct GameIndex: Sendable {
         var spans: [Int: ClosedRange<CivilDate>] = [:]
         for part in self.parts.values where part.league == league {
             let span = spans[part.season]
-            spans[part.season] = min(span?.lowerBound ?? part.span.lowerBound, part.span.lowerBound)...max(span?.upperBound ?? part.span.upperBound, part.span.upperBound)
+            spans[part.season] =
+                min(
+                    span?.lowerBound ?? part.span.lowerBound, part.span.lowerBound)...max(
+                    span?.upperBound ?? part.span.upperBound, part.span.upperBound)
         }
         return spans.map { (season: $0.key, span: $0.value) }.sorted { $0.season < $1.season }
     }

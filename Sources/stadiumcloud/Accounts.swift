@@ -7,7 +7,8 @@ import Foundation
 import NIOCore
 
 struct Accounts: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Manage accounts.", subcommands: [Create.self, Password.self, EndSessions.self, Delete.self, Export.self, Import.self])
+    static let configuration = CommandConfiguration(
+        abstract: "Manage accounts.", subcommands: [Create.self, Password.self, EndSessions.self, Delete.self, Export.self, Import.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -106,7 +107,9 @@ extension Accounts {
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Write an account, its records and its assets' bytes, to one archive (a tar file with a manifest of SHA-256s).",
-            discussion: "The format is in docs/PRIVACY.md. The file appears only once complete; a run that stops leaves FILE.partial, and running again starts over.")
+            discussion:
+                "The format is in docs/PRIVACY.md. The file appears only once complete; a run that stops leaves FILE.partial, and running again starts over."
+        )
         @OptionGroup var database: DatabaseOptions
         @Argument var name: String
         @Option(name: .shortAndLong, help: "The archive to write (default: stadiumcloud-NAME.tar).") var output: String?
@@ -133,7 +136,9 @@ extension Accounts {
             _ = try? FileManager.default.removeItem(atPath: path)
             try FileManager.default.moveItem(atPath: partial, toPath: path)
             let bytes = manifest.files.reduce(Int64(0)) { $0 + $1.size }
-            print("Exported \(self.name) to \(path): \(manifest.databases.count) database(s), \(manifest.files.count) file(s), \(bytes) bytes of content.")
+            print(
+                "Exported \(self.name) to \(path): \(manifest.databases.count) database(s), \(manifest.files.count) file(s), \(bytes) bytes of content."
+            )
         }
     }
 
@@ -157,7 +162,8 @@ extension Accounts {
             let location = self.assets ?? ProcessInfo.processInfo.environment["STADIUMCLOUD_ASSETS"] ?? ServerConfiguration().assets
             let summary = try await Live(self.database).run { live, logger in
                 try await importAccount(
-                    self.name, from: URL(fileURLWithPath: self.archive), trustUnsigned: self.trustUnsigned, records: try await live.stores.records(logger: logger),
+                    self.name, from: URL(fileURLWithPath: self.archive), trustUnsigned: self.trustUnsigned,
+                    records: try await live.stores.records(logger: logger),
                     assets: try openAssetStore(location, logger: logger), logger: logger)
             }
             print(

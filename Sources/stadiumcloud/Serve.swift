@@ -22,7 +22,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Address to listen on.") var host = Self.defaults.host
     @Option(help: "Port to listen on.") var port = Self.defaults.port
     @Flag(help: "Apply pending migrations before serving (otherwise pending migrations stop the server).") var migrate = false
-    @Option(help: "Days deletions stay in deltas before tombstones are purged.") var tombstoneRetentionDays = Int(Self.defaults.tombstoneRetention.components.seconds / 86_400)
+    @Option(help: "Days deletions stay in deltas before tombstones are purged.") var tombstoneRetentionDays = Int(
+        Self.defaults.tombstoneRetention.components.seconds / 86_400)
     @Option(help: "Seconds between tombstone purges.") var purgeIntervalSeconds = Int(Self.defaults.purgeInterval.components.seconds)
     @Option(
         help:
@@ -35,8 +36,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "A URL prefix the sign-in page may send tokens to (repeatable), e.g. sportstime://signin.") var signinCallback: [String] = []
     @Option(help: "The origin of a web app allowed to call the server from a browser (repeatable), e.g. https://www.example.com.")
     var webOrigin: [String] = []
-    @Option(help: "Seconds SIGTERM waits for in-flight requests and jobs before cancelling them.") var shutdownGraceSeconds = Int(Self.defaults.shutdownGrace.components.seconds)
-    @Option(help: "Seconds a request may wait for the database before it is answered 503 TRY_AGAIN_LATER.") var databaseTimeoutSeconds = Int(Self.defaults.databaseTimeout.components.seconds)
+    @Option(help: "Seconds SIGTERM waits for in-flight requests and jobs before cancelling them.") var shutdownGraceSeconds = Int(
+        Self.defaults.shutdownGrace.components.seconds)
+    @Option(help: "Seconds a request may wait for the database before it is answered 503 TRY_AGAIN_LATER.") var databaseTimeoutSeconds = Int(
+        Self.defaults.databaseTimeout.components.seconds)
     @Option(help: "Requests per second one account may make (bursts of \(Int(Self.accountBurst)) times that).")
     var accountRateLimit = Self.defaults.rateLimits.perAccount.perSecond
     @Option(help: "Requests per second one API token (every install of an app together) may make (bursts of \(Int(Self.tokenBurst)) times that).")
@@ -44,7 +47,8 @@ struct Serve: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Share rate-limit budgets with every process on the database (off: per process, for a single server).")
     var sharedRateLimits = Self.defaults.rateLimits.shared
     @Option(help: "Longest a changes/wait or web courier poll is held, in seconds.") var maxWaitSeconds = Self.defaults.live.maxWaitSeconds
-    @Option(help: "Waiting requests (changes/wait, courier polls) one account may hold at once.") var waitersPerAccount = Self.defaults.live.waiters.waitersPerAccount
+    @Option(help: "Waiting requests (changes/wait, courier polls) one account may hold at once.") var waitersPerAccount = Self.defaults.live.waiters
+        .waitersPerAccount
     @Flag(inversion: .prefixedNo, help: "Let writes in development add new record types and fields to its schema (production is always strict).")
     var justInTimeSchema = Self.defaults.justInTimeSchema
     @Option(help: "scrypt cost (log2 N) of new password hashes and of the stand-in hash for unknown names; lower only for tests.")
@@ -55,9 +59,15 @@ struct Serve: AsyncParsableCommand {
     var headerTimeoutSeconds = Int(Self.defaults.connections.headTimeout.components.seconds)
     @Option(help: "Seconds a connection may send nothing while no request of it is being answered before it is closed.")
     var idleTimeoutSeconds = Int(Self.defaults.connections.idleTimeout.components.seconds)
-    @Option(help: "Open connections one client address (an IPv6 /64) may hold; past it a new one is answered 503 THROTTLED (0: no cap; 127.0.0.1 and ::1, a local proxy's, are not capped).")
+    @Option(
+        help:
+            "Open connections one client address (an IPv6 /64) may hold; past it a new one is answered 503 THROTTLED (0: no cap; 127.0.0.1 and ::1, a local proxy's, are not capped)."
+    )
     var maxConnectionsPerAddress = Self.defaults.connections.maximumPerAddress
-    @Option(help: "Seconds from a request's head to the end of its body before it is answered 408 and the connection closed (uploads: --upload-deadline-seconds).")
+    @Option(
+        help:
+            "Seconds from a request's head to the end of its body before it is answered 408 and the connection closed (uploads: --upload-deadline-seconds)."
+    )
     var bodyDeadlineSeconds = Int(Self.defaults.connections.body.deadline.components.seconds)
     @Option(help: "Bytes a second a request body must average (with 10 s of slack) before it is answered 408 (0: no minimum).")
     var minBodyBytesPerSecond = Self.defaults.connections.body.minimumBytesPerSecond
@@ -93,13 +103,16 @@ struct Serve: AsyncParsableCommand {
         for entry in self.feedURL {
             let parts = entry.split(separator: "=", maxSplits: 1)
             guard parts.count == 2, FeedConfiguration().baseURLs[String(parts[0])] != nil, URL(string: String(parts[1]))?.host != nil else {
-                throw ValidationError("--feed-url \(entry) is not NAME=URL with NAME one of \(FeedConfiguration().baseURLs.keys.sorted().joined(separator: ", "))")
+                throw ValidationError(
+                    "--feed-url \(entry) is not NAME=URL with NAME one of \(FeedConfiguration().baseURLs.keys.sorted().joined(separator: ", "))")
             }
         }
-        guard self.maxConnections > 0, self.headerTimeoutSeconds > 0, self.idleTimeoutSeconds > 0, self.bodyDeadlineSeconds > 0, self.uploadDeadlineSeconds > 0
+        guard self.maxConnections > 0, self.headerTimeoutSeconds > 0, self.idleTimeoutSeconds > 0, self.bodyDeadlineSeconds > 0,
+            self.uploadDeadlineSeconds > 0
         else {
             throw ValidationError(
-                "--max-connections, --header-timeout-seconds, --idle-timeout-seconds, --body-deadline-seconds and --upload-deadline-seconds must be positive")
+                "--max-connections, --header-timeout-seconds, --idle-timeout-seconds, --body-deadline-seconds and --upload-deadline-seconds must be positive"
+            )
         }
         guard self.maxConnectionsPerAddress >= 0, self.minBodyBytesPerSecond >= 0, self.minUploadBytesPerSecond >= 0 else {
             throw ValidationError("--max-connections-per-address, --min-body-bytes-per-second and --min-upload-bytes-per-second must be 0 or more")
@@ -154,7 +167,9 @@ struct Serve: AsyncParsableCommand {
             extensions: { records in
                 let canonical = CanonicalEndpoints(records: records)
                 var extensions = canonical.extensions
-                extensions.backgroundJobs.append { await canonical.warm(containers: containers, environments: ["production", "development"], logger: live.logger) }
+                extensions.backgroundJobs.append {
+                    await canonical.warm(containers: containers, environments: ["production", "development"], logger: live.logger)
+                }
                 if let feeds {
                     let poller = FeedPoller(records: records, canonical: canonical, configuration: feeds, clock: clock, logger: live.logger)
                     extensions.backgroundJobs.append { try await poller.run() }

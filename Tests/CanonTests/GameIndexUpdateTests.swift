@@ -7,7 +7,8 @@ import Testing
 @Suite struct GameIndexUpdateTests {
     static func game(_ id: String, start: String, day: String, status: String = "scheduled", home: Int? = nil) -> Record {
         var fields: [String: FieldValue] = [
-            "league": .reference("league_nba"), "season": .int(2026), "startTime": FieldValue(type: .timestamp, value: .int(GameTime.milliseconds(start)!)),
+            "league": .reference("league_nba"), "season": .int(2026),
+            "startTime": FieldValue(type: .timestamp, value: .int(GameTime.milliseconds(start)!)),
             "localDate": .string(day), "homeTeam": .reference("team_nba_celtics"), "awayTeam": .reference("team_nba_knicks"),
             "stadium": .reference("stadium_nba_td_garden"), "status": .string(status), "sourceGameId": .string(id),
         ]

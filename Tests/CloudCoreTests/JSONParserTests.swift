@@ -30,13 +30,21 @@ import Testing
         writer.object { writer in
             writer.key("empty"); writer.object { _ in }
             writer.key("none"); writer.array { _ in }
-            writer.key("nested"); writer.array { writer in
+            writer.key("nested");
+            writer.array { writer in
                 writer.array { _ in }
-                writer.array { writer in writer.int(1); writer.null() }
-                writer.object { writer in writer.key("a:"); writer.raw(#"{"b":[true]}"#) }
+                writer.array { writer in
+                    writer.int(1); writer.null()
+                }
+                writer.object { writer in
+                    writer.key("a:"); writer.raw(#"{"b":[true]}"#)
+                }
             }
             writer.key("{["); writer.string("[{:")
-            writer.key(known: "known"); writer.object { writer in writer.key(known: "first"); writer.null() }
+            writer.key(known: "known");
+            writer.object { writer in
+                writer.key(known: "first"); writer.null()
+            }
             writer.key("last"); writer.bool(false)
         }
         let text = String(decoding: writer.bytes, as: UTF8.self)

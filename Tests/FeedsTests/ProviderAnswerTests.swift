@@ -18,7 +18,8 @@ import Testing
         if path.hasSuffix(".py") {
             // A JSON answer inside a Python string ('''…''').
             let text = String(decoding: data, as: UTF8.self)
-            let start = try #require(text.range(of: "'''")), end = try #require(text.range(of: "'''", range: start.upperBound..<text.endIndex))
+            let start = try #require(text.range(of: "'''"))
+            let end = try #require(text.range(of: "'''", range: start.upperBound..<text.endIndex))
             return Array(text[start.upperBound..<end.lowerBound].utf8)
         }
         return Array(data)
@@ -80,7 +81,8 @@ import Testing
     }
 
     @Test func nhlWebAPIReadsOvertimeShootoutAndAWeekOfSchedule() throws {
-        let scores = try NHLWebAPI().parse(try Self.answer("kas21__nhl-scoreboard/tests/fixtures/nhl/score_2026-04-11.json"), league: "league_nhl").games
+        let scores = try NHLWebAPI().parse(try Self.answer("kas21__nhl-scoreboard/tests/fixtures/nhl/score_2026-04-11.json"), league: "league_nhl")
+            .games
         #expect(scores.count == 15 && scores.allSatisfy { $0.status == .final })
         #expect(scores.filter { $0.detail == "Final/OT" }.count == 1)
         #expect(scores.filter { $0.detail == "Final/SO" }.count == 1)
@@ -111,7 +113,8 @@ import Testing
             #expect(throws: ProviderAnswerError.self) { try provider.parse(Array("{}".utf8), league: provider.leagues[0]) }
         }
         // A game without teams is skipped; the rest of the answer stands.
-        let answer = #"{"events":[{"id":"1","date":"2026-10-04T17:00Z","status":{"type":{"name":"STATUS_FINAL","state":"post","completed":true}},"competitions":[{"competitors":[]}]}]}"#
+        let answer =
+            #"{"events":[{"id":"1","date":"2026-10-04T17:00Z","status":{"type":{"name":"STATUS_FINAL","state":"post","completed":true}},"competitions":[{"competitors":[]}]}]}"#
         let parsed = try ESPNScoreboard().parse(Array(answer.utf8), league: "league_nfl")
         #expect(parsed.games.isEmpty && parsed.skipped.count == 1)
     }

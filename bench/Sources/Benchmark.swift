@@ -15,7 +15,9 @@ struct Benchmark {
     static func main() async throws {
         let environment = ProcessInfo.processInfo.environment
         if environment["BENCH_SUITE"] == "catalog" {
-            try CatalogBenchmark(datasetPath: environment["BENCH_DATASET"] ?? "Resources/canonical", rounds: Int(environment["BENCH_ROUNDS"] ?? "") ?? 200).run()
+            try CatalogBenchmark(
+                datasetPath: environment["BENCH_DATASET"] ?? "Resources/canonical", rounds: Int(environment["BENCH_ROUNDS"] ?? "") ?? 200
+            ).run()
             return
         }
         guard let server = environment["BENCH_SERVER"], let databaseText = environment["BENCH_DATABASE_URL"],

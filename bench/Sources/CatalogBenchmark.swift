@@ -25,28 +25,40 @@ struct CatalogBenchmark {
         // Each kind of change a feed writes, to a different game of the current seasons each round.
         let current = games.filter { ($0.fields["season"]?.value.int64Value ?? 0) >= 2026 }
         let kinds: [(String, (Record, Int) -> Record)] = [
-            ("score", { game, round in
-                var changed = game
-                (changed.fields["status"], changed.fields["homeScore"], changed.fields["awayScore"]) = (.string("live"), .int(round % 9), .int(1))
-                return changed
-            }),
-            ("start time moved", { game, round in
-                var changed = game
-                let start = (game.fields["startTime"]?.value.int64Value ?? 0) + Int64(1 + round % 5) * 1_800_000
-                changed.fields["startTime"] = FieldValue(type: .timestamp, value: .int(start))
-                return changed
-            }),
-            ("provider id added", { game, round in
-                var changed = game
-                changed.fields["feedIds"] = FieldValue(type: .stringList, value: .array([.string("espn:\(900_000_000 + round)")]))
-                return changed
-            }),
-            ("game added", { game, round in
-                var added = game
-                added.recordName = game.recordName + "_added_\(round)"
-                added.fields["sourceGameId"] = .string("added_\(round)")
-                return added
-            }),
+            (
+                "score",
+                { game, round in
+                    var changed = game
+                    (changed.fields["status"], changed.fields["homeScore"], changed.fields["awayScore"]) = (.string("live"), .int(round % 9), .int(1))
+                    return changed
+                }
+            ),
+            (
+                "start time moved",
+                { game, round in
+                    var changed = game
+                    let start = (game.fields["startTime"]?.value.int64Value ?? 0) + Int64(1 + round % 5) * 1_800_000
+                    changed.fields["startTime"] = FieldValue(type: .timestamp, value: .int(start))
+                    return changed
+                }
+            ),
+            (
+                "provider id added",
+                { game, round in
+                    var changed = game
+                    changed.fields["feedIds"] = FieldValue(type: .stringList, value: .array([.string("espn:\(900_000_000 + round)")]))
+                    return changed
+                }
+            ),
+            (
+                "game added",
+                { game, round in
+                    var added = game
+                    added.recordName = game.recordName + "_added_\(round)"
+                    added.fields["sourceGameId"] = .string("added_\(round)")
+                    return added
+                }
+            ),
         ]
         // The scoreboard's cards: every game of a busy day (MLB, NBA, NHL and MLS in season) with its teams' records
         // and standings, counted from the seasons' finals by the first answer after a change of the games (a new
@@ -62,8 +74,9 @@ struct CatalogBenchmark {
                 times.append(ContinuousClock.now - started)
             }
             times.sort()
-            print("cards of \(busy)'s \(day.count) games, \(name): p50 \(Self.milliseconds(times[times.count / 2])) ms, p99 "
-                + "\(Self.milliseconds(times[min(times.count - 1, times.count * 99 / 100)])) ms")
+            print(
+                "cards of \(busy)'s \(day.count) games, \(name): p50 \(Self.milliseconds(times[times.count / 2])) ms, p99 "
+                    + "\(Self.milliseconds(times[min(times.count - 1, times.count * 99 / 100)])) ms")
         }
 
         for (name, change) in kinds {

@@ -99,7 +99,8 @@ public enum AccountArchive {
         public init(json: JSONValue) throws {
             guard json["format"]?.stringValue == AccountArchive.format else { throw ArchiveError("this is not a StadiumCloud account export") }
             guard json["version"]?.int64Value == Int64(AccountArchive.version) else {
-                throw ArchiveError("this export has format version \(json["version"].map(JSONWriter.encode) ?? "none"); this server reads \(AccountArchive.version)")
+                throw ArchiveError(
+                    "this export has format version \(json["version"].map(JSONWriter.encode) ?? "none"); this server reads \(AccountArchive.version)")
             }
             guard let name = json["account"]?["name"]?.stringValue, let user = json["account"]?["userRecordName"]?.stringValue,
                 let databases = json["databases"]?.arrayValue, let files = json["files"]?.arrayValue

@@ -49,7 +49,8 @@ public struct AccountExport: Sendable {
         records: RecordStore, assets: any AssetStore, logger: Logger, to write: (ByteBuffer) async throws -> Void
     ) async throws -> AccountArchive.Manifest {
         try await withoutActuallyEscaping(write) { write in
-            try await self.write(records: records, assets: assets, logger: logger, to: TarStream(write: write, modifiedSeconds: records.clock.now / 1000))
+            try await self.write(
+                records: records, assets: assets, logger: logger, to: TarStream(write: write, modifiedSeconds: records.clock.now / 1000))
         }
     }
 

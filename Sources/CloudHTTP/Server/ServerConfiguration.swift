@@ -177,7 +177,8 @@ extension ConnectionLimits {
     /// what `maximum` connections need; nil when it is not.
     public func openFileLimitWarning(limit: Int) -> String? {
         guard limit < self.openFilesNeeded else { return nil }
-        return "the open-file limit (\(limit), the hard one) is below the \(self.openFilesNeeded) descriptors --max-connections \(self.maximum) needs "
+        return
+            "the open-file limit (\(limit), the hard one) is below the \(self.openFilesNeeded) descriptors --max-connections \(self.maximum) needs "
             + "(one a connection, \(Self.reservedOpenFiles) for PostgreSQL, asset files and logs): at most "
             + "\(self.maximum(underOpenFileLimit: limit)) connections are kept; raise the hard limit (LimitNOFILE= in the service's unit, "
             + "ulimit -Hn) or lower --max-connections"

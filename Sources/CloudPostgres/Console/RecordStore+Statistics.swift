@@ -85,7 +85,8 @@ extension RecordStore {
     public func jobStates(logger: Logger) async throws -> [String: String] {
         try await self.client.reading { connection in
             Dictionary(
-                uniqueKeysWithValues: try await connection.query("SELECT job, state FROM job_states", logger: logger).decode((String, String).self).all())
+                uniqueKeysWithValues: try await connection.query("SELECT job, state FROM job_states", logger: logger).decode((String, String).self)
+                    .all())
         }
     }
 

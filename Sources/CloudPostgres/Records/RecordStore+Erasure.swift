@@ -76,7 +76,9 @@ extension RecordStore {
         }
         logger.notice(
             "account erased",
-            metadata: ["databases": "\(databases.count)", "records": "\(records)", "assets": "\(blobs.count)", "publicRecords": "\(erasure.publicRecords)"])
+            metadata: [
+                "databases": "\(databases.count)", "records": "\(records)", "assets": "\(blobs.count)", "publicRecords": "\(erasure.publicRecords)",
+            ])
         return erasure
     }
 

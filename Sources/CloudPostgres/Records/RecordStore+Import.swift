@@ -17,7 +17,8 @@ extension RecordStore {
         _ decide: @Sendable ([String: [String: Record]]) throws -> [String: [RecordDraft]]
     ) async throws -> Int {
         let written = try await self.client.transaction(logger: logger) { connection in
-            try await self.rewriteZones(zoneNames, in: database, only: recordNames, stamp: stamp, commit: commit, on: connection, logger: logger, decide)
+            try await self.rewriteZones(
+                zoneNames, in: database, only: recordNames, stamp: stamp, commit: commit, on: connection, logger: logger, decide)
         }
         if written > 0 { self.changes.committed([database.id]) }
         return written

@@ -105,7 +105,8 @@ public final class RecordStore: Sendable {
         container: String, environment: String, scope: DatabaseScope, owner: Account?, logger: Logger
     ) async throws -> Int64 {
         try await self.client.transaction(logger: logger) { connection -> Int64 in
-            try await self.findOrCreateDatabase(container: container, environment: environment, scope: scope, owner: owner, on: connection, logger: logger)
+            try await self.findOrCreateDatabase(
+                container: container, environment: environment, scope: scope, owner: owner, on: connection, logger: logger)
         }
     }
 

@@ -30,12 +30,14 @@ struct GameMatcher {
             return .unreadable("no \(reported.league) team is called \(reported.away.names.joined(separator: " / "))")
         }
         let utcDay = CivilDate(daysSince1970: Int(reported.startTime / 86_400_000))
-        let sameDay = self.catalog.games.games(on: utcDay.adding(days: -1)...utcDay.adding(days: 1), GameIndex.Filter(leagues: [reported.league], team: home))
-            .filter { game in
-                game.homeTeam == home && game.awayTeam == away && self.catalog.localDate(of: reported.startTime, at: game.stadium) == game.localDate
-                    // A game another id of this provider already claimed is the other half of a doubleheader.
-                    && !self.catalog.games.isClaimed(game.id, by: reported.provider, otherThan: reported.id) && !taken.contains(game.id)
-            }
+        let sameDay = self.catalog.games.games(
+            on: utcDay.adding(days: -1)...utcDay.adding(days: 1), GameIndex.Filter(leagues: [reported.league], team: home)
+        )
+        .filter { game in
+            game.homeTeam == home && game.awayTeam == away && self.catalog.localDate(of: reported.startTime, at: game.stadium) == game.localDate
+                // A game another id of this provider already claimed is the other half of a doubleheader.
+                && !self.catalog.games.isClaimed(game.id, by: reported.provider, otherThan: reported.id) && !taken.contains(game.id)
+        }
         guard !sameDay.isEmpty else { return .none(home: home, away: away) }
         if sameDay.count > 1, let number = reported.gameNumber, sameDay.indices.contains(number - 1) {
             return .game(sameDay[number - 1], knownByID: false)
@@ -50,7 +52,8 @@ struct GameMatcher {
     func team(_ side: ProviderGame.Side, league: String, at time: Int64) -> String? {
         for name in side.names {
             let teams = self.catalog.directory.resolve(name, on: time).filter { resolution in
-                resolution.recordType == "Team" && self.catalog.directory.record(resolution.canonicalId)?.fields["league"]?.value["recordName"]?.stringValue == league
+                resolution.recordType == "Team"
+                    && self.catalog.directory.record(resolution.canonicalId)?.fields["league"]?.value["recordName"]?.stringValue == league
             }
             let ids = Set(teams.map(\.canonicalId))
             if ids.count == 1 { return ids.first }

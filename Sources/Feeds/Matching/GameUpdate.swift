@@ -43,7 +43,8 @@ enum GameUpdate {
         // A final reported by a more trusted source (the dataset's results count as official) stands.
         let source = fields["liveSource"]?.value.stringValue
         if storedStatus == .final, source != reported.provider, (source.flatMap(trustOf) ?? .official) < trust {
-            let same = reported.status == .final && fields["homeScore"]?.value.int64Value == reported.home.score.map(Int64.init)
+            let same =
+                reported.status == .final && fields["homeScore"]?.value.int64Value == reported.home.score.map(Int64.init)
                 && fields["awayScore"]?.value.int64Value == reported.away.score.map(Int64.init)
             return same ? .unchanged : .refused("disagrees with \(source ?? "the dataset"), which is more trusted and has the game final")
         }
@@ -146,7 +147,9 @@ enum GameUpdate {
         fields["status"] = .string(Game.Status.scheduled.rawValue)
         let stamp = ChangeStamp(timestamp: now, userRecordName: "_feed", deviceID: reported.provider)
         let record = Record(recordName: id, recordType: "Game", changeSeq: 0, fields: fields, created: stamp, modified: stamp)
-        guard case .changed(let updated, _) = Self.apply(reported, trust: .official, to: record, localDate: localDate, sport: sport, now: now, trustOf: { _ in nil })
+        guard
+            case .changed(let updated, _) = Self.apply(
+                reported, trust: .official, to: record, localDate: localDate, sport: sport, now: now, trustOf: { _ in nil })
         else { return nil }
         return (CanonicalDataset.gameZone("\(league.abbreviation)_\(season)"), RecordDraft(recordName: id, recordType: "Game", fields: updated))
     }

@@ -50,9 +50,13 @@ public struct ESPNScoreboard: ScoreProvider {
             let hasScore = live || status == .final
             func side(_ competitor: JSONValue) -> ProviderGame.Side {
                 let team = competitor["team"]
-                let names = [team?["displayName"]?.stringValue, team?["location"]?.stringValue.map { $0 + " " + (team?["name"]?.stringValue ?? "") },
-                    team?["shortDisplayName"]?.stringValue, team?["abbreviation"]?.stringValue]
-                return ProviderGame.Side(names: names.compactMap { $0?.trimmingCharacters(in: .whitespaces) }, score: hasScore ? ProviderJSON.score(competitor["score"]) : nil)
+                let names = [
+                    team?["displayName"]?.stringValue, team?["location"]?.stringValue.map { $0 + " " + (team?["name"]?.stringValue ?? "") },
+                    team?["shortDisplayName"]?.stringValue, team?["abbreviation"]?.stringValue,
+                ]
+                return ProviderGame.Side(
+                    names: names.compactMap { $0?.trimmingCharacters(in: .whitespaces) },
+                    score: hasScore ? ProviderJSON.score(competitor["score"]) : nil)
             }
             let eventStatus = event["status"] ?? competition["status"]
             let period = eventStatus?["period"]?.int64Value.map { Int($0) }

@@ -53,7 +53,8 @@ public struct NHLWebAPI: ScoreProvider {
                 ProviderGame(
                     provider: self.name, league: league, id: id, season: game["season"]?.int64Value.map { Int($0 / 10_000) },
                     gameType: type == 3 ? "playoff" : "regular", startTime: start, timeTBD: game["gameScheduleState"]?.stringValue == "TBD",
-                    status: status, period: status == .scheduled ? nil : (game["periodDescriptor"]?["number"] ?? game["period"])?.int64Value.map { Int($0) },
+                    status: status,
+                    period: status == .scheduled ? nil : (game["periodDescriptor"]?["number"] ?? game["period"])?.int64Value.map { Int($0) },
                     clock: status == .live ? clock?["timeRemaining"]?.stringValue : nil, detail: detail?.isEmpty == true ? nil : detail,
                     home: side(home), away: side(away), venue: game["venue"]?["default"]?.stringValue,
                     broadcasts: game["tvBroadcasts"]?.arrayValue?.compactMap { $0["network"]?.stringValue }))

@@ -6,7 +6,9 @@ import SportsDomain
 /// official one may add a game the dataset lacks. Official providers are retried and never disabled; unofficial ones
 /// are disabled for a day after 3 failures in an hour, scraped ones after 2.
 public enum ProviderTrust: Int, Sendable, Comparable {
-    case official = 0, unofficial = 1, scraped = 2
+    case official = 0
+    case unofficial = 1
+    case scraped = 2
 
     public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
 

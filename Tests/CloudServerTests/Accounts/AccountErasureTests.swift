@@ -28,7 +28,8 @@ import Testing
             // Everything a person can have: records in two zones, a photo's bytes, an unfinished upload, a stored
             // answer, a subscription, a push token, a trip poll of their own and a vote in someone else's, the
             // rate buckets of their requests.
-            try await server.call("zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Trips"]]]]], as: alice)
+            try await server.call(
+                "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Trips"]]]]], as: alice)
             try await server.modify([Op.create("alice-visit", type: "StadiumVisit", ["notes": "Opening Day"])], as: alice)
             try await server.modify([Op.create("alice-trip", ["note": "June"])], zone: "Trips", as: alice)
             let photo = try await server.upload(TestData.bytes(5_000), as: alice)
@@ -50,12 +51,14 @@ import Testing
                 fields: ["title": ["value": "Where next"], "options": ["value": ["East", "West"]], "closesAt": ["value": 1_900_000_000_000]])
             for (zone, owner) in [(alicesPoll, alice), (bobsPoll, server.bob)] {
                 try await server.call(
-                    "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": .string(zone)]]]]], database: "public",
+                    "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": .string(zone)]]]]],
+                    database: "public",
                     as: owner)
                 #expect(try await server.modify([poll], zone: zone, database: "public", as: owner).anyError == nil)
             }
             #expect(try await server.modify([TripPollTests.vote(alice, 0)], zone: bobsPoll, database: "public", as: alice).anyError == nil)
-            #expect(try await server.modify([TripPollTests.vote(server.bob, 1)], zone: alicesPoll, database: "public", as: server.bob).anyError == nil)
+            #expect(
+                try await server.modify([TripPollTests.vote(server.bob, 1)], zone: alicesPoll, database: "public", as: server.bob).anyError == nil)
             // Bob's own data, to compare byte for byte.
             try await server.modify([Op.create("bob-visit", type: "StadiumVisit", ["notes": "Fenway"])], as: server.bob)
             let bobsPhoto = try await server.upload(TestData.bytes(3_000), as: server.bob)
@@ -65,7 +68,9 @@ import Testing
             #expect(aliceDatabases.count == 1)
 
             let inFlight = try await server.uploadURL(as: alice)
-            let erased = try #require(try await eraseAccount("alice", records: records, credentials: server.dependencies.credentials, assets: server.dependencies.assets, logger: logger))
+            let erased = try #require(
+                try await eraseAccount(
+                    "alice", records: records, credentials: server.dependencies.credentials, assets: server.dependencies.assets, logger: logger))
             // An upload that finishes after the erasure stores nothing and says why.
             let late = TestData.bytes(2_000)
             let finished = try await server.send(inFlight, late)
@@ -90,9 +95,14 @@ import Testing
                 "records/query", ["zoneID": ["zoneName": .string(bobsPoll)], "query": ["recordType": .string(TripPolls.voteType)]],
                 database: "public", as: server.bob)
             #expect(votes.status == 200 && votes.records.isEmpty, "\(votes.json)")
-            #expect(try await server.dependencies.assets.size(owner: "db\(try await server.bob.databaseID(server))", checksum: bobsPhoto["fileChecksum"]!.stringValue!) == 3_000)
+            #expect(
+                try await server.dependencies.assets.size(
+                    owner: "db\(try await server.bob.databaseID(server))", checksum: bobsPhoto["fileChecksum"]!.stringValue!) == 3_000)
             // Erasing again finds nobody.
-            #expect(try await eraseAccount("alice", records: records, credentials: server.dependencies.credentials, assets: server.dependencies.assets, logger: logger) == nil)
+            #expect(
+                try await eraseAccount(
+                    "alice", records: records, credentials: server.dependencies.credentials, assets: server.dependencies.assets, logger: logger)
+                    == nil)
         }
     }
 
@@ -112,7 +122,8 @@ import Testing
             #expect(phone.isSignedIn && kept == 1)
             let noPassword = try await server.call("users/delete", [:], as: server.alice)
             #expect(noPassword.status == 400 && noPassword.errorCode == "BAD_REQUEST")
-            let onPublic = try await server.call("users/delete", ["password": .string(ClientSyncTests.password)], database: "public", as: server.alice)
+            let onPublic = try await server.call(
+                "users/delete", ["password": .string(ClientSyncTests.password)], database: "public", as: server.alice)
             #expect(onPublic.status == 400)
 
             try await phone.deleteAccount(password: ClientSyncTests.password)
@@ -150,7 +161,11 @@ import Testing
                 $0.offline = false
                 $0.cutAfter = [:]
                 $0.before["/assets/upload/"] = {
-                    guard erased.withLock({ done in defer { done = true }; return !done }) else { return }
+                    guard
+                        erased.withLock({ done in
+                            defer { done = true }; return !done
+                        })
+                    else { return }
                     try await phone.deleteAccount(password: ClientSyncTests.password)
                 }
             }
@@ -247,10 +262,12 @@ import Testing
             }
             let stamp = ChangeStamp(timestamp: 1, userRecordName: server.alice.account.userRecordName, deviceID: "late")
             let operation = RecordOperation(type: .create, recordName: "visit-2", recordType: "Visit", fields: ["notes": ["value": "after"]])
-            await #expect { try await records.modify([operation], zoneName: defaultZoneName, atomic: false, in: database, stamp: stamp, logger: logger) }
-                throws: { ($0 as? CloudError)?.code == .authenticationRequired }
             await #expect {
-                try await records.database(container: TestServer.development.container, environment: "development", scope: .private, owner: eve.account, logger: logger)
+                try await records.modify([operation], zoneName: defaultZoneName, atomic: false, in: database, stamp: stamp, logger: logger)
+            } throws: { ($0 as? CloudError)?.code == .authenticationRequired }
+            await #expect {
+                try await records.database(
+                    container: TestServer.development.container, environment: "development", scope: .private, owner: eve.account, logger: logger)
             } throws: { ($0 as? CloudError)?.code == .authenticationRequired }
             #expect(try await Self.rowsNaming(eve.account, databases: [], records).isEmpty)
             #expect(try await Self.rowsNaming(server.alice.account, databases: [database.id], records).isEmpty)

@@ -30,7 +30,8 @@ import Testing
             try await phone.addPhoto(photo, toVisit: visit, caption: "from the upper deck", thumbnail: thumbnail)
             try await phone.sync()
             // More than a page of records in a zone of its own, and a trip poll in the public database.
-            try await server.call("zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Trips"]]]]], as: server.alice)
+            try await server.call(
+                "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Trips"]]]]], as: server.alice)
             for start in stride(from: 0, to: 250, by: 125) {
                 let batch = (start..<start + 125).map { Op.create("trip-\($0)", ["note": .string("leg \($0)"), "day": .int(Int64($0))]) }
                 #expect(try await server.modify(batch, zone: "Trips", as: server.alice).anyError == nil)
@@ -62,8 +63,9 @@ import Testing
             #expect(summary == AccountImportSummary(zones: 1, records: original.count - 2, assets: 2, publicRecordsSkipped: 1))
 
             // Once is all: the account now holds data.
-            await #expect { try await importAccount("carol", from: archive, records: records, assets: assets, logger: logger) }
-                throws: { ($0 as? CloudError)?.code == .conflict }
+            await #expect { try await importAccount("carol", from: archive, records: records, assets: assets, logger: logger) } throws: {
+                ($0 as? CloudError)?.code == .conflict
+            }
         }
     }
 
@@ -84,7 +86,10 @@ import Testing
             defer { try? FileManager.default.removeItem(atPath: folder) }
             let good = URL(fileURLWithPath: folder + "/good.tar")
             try bytes.write(to: good)
-            #expect(try AccountArchive.verify(at: good).files.map(\.path).sorted() == ["assets/d1/\(try #require(photo["fileChecksum"]?.stringValue))", "records/d1/z1/000001.json"])
+            #expect(
+                try AccountArchive.verify(at: good).files.map(\.path).sorted() == [
+                    "assets/d1/\(try #require(photo["fileChecksum"]?.stringValue))", "records/d1/z1/000001.json",
+                ])
 
             let dave = try await server.dependencies.credentials.createAccount(name: "dave", idleMs: 3_600_000, logger: logger)
             // One byte of the photo changed; the archive cut before its manifest; a file that is no export.
@@ -97,11 +102,10 @@ import Testing
             ] {
                 let file = URL(fileURLWithPath: "\(folder)/\(name).tar")
                 try content.write(to: file)
-                await #expect { try await importAccount("dave", from: file, records: records, assets: assets, logger: logger) }
-                    throws: { error in
-                        guard let error = error as? CloudError else { return false }
-                        return error.code == .badRequest && error.reason.contains(reason)
-                    }
+                await #expect { try await importAccount("dave", from: file, records: records, assets: assets, logger: logger) } throws: { error in
+                    guard let error = error as? CloudError else { return false }
+                    return error.code == .badRequest && error.reason.contains(reason)
+                }
             }
             #expect(try await Self.contents(of: dave.account, records, assets).isEmpty)
             #expect(try await AccountExport.of("nobody", records: records, logger: logger) == nil)
@@ -113,8 +117,10 @@ import Testing
     @Test func anArchiveWithAnInvalidLastPageLeavesTheAccountExactlyAsItWas() async throws {
         try await TestServer.run { server in
             let (records, assets, logger) = (server.dependencies.records, server.dependencies.assets, TestDatabase.logger)
-            try await server.call("zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Trips"]]]]], as: server.alice)
-            try await server.call("zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Empty"]]]]], as: server.alice)
+            try await server.call(
+                "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Trips"]]]]], as: server.alice)
+            try await server.call(
+                "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Empty"]]]]], as: server.alice)
             for start in stride(from: 0, to: 500, by: 125) {
                 let batch = (start..<start + 125).map { Op.create(String(format: "trip-%03d", $0), ["note": .string("leg \($0)")]) }
                 #expect(try await server.modify(batch, zone: "Trips", as: server.alice).anyError == nil)
@@ -154,7 +160,8 @@ import Testing
             var missing = original
             missing.entries.removeAll { $0.path == "assets/d1/\(checksum)" }
             var otherBytes = original
-            otherBytes.entries[try #require(otherBytes.entries.firstIndex { $0.path == "assets/d1/\(checksum)" })].bytes = Data(TestData.bytes(49_999))
+            otherBytes.entries[try #require(otherBytes.entries.firstIndex { $0.path == "assets/d1/\(checksum)" })].bytes = Data(
+                TestData.bytes(49_999))
             let dave = try await server.dependencies.credentials.createAccount(name: "dave", idleMs: 3_600_000, logger: logger)
             for (archive, reason) in [(missing, "whose bytes are not in the archive"), (otherBytes, "do not have the SHA-256 its name says")] {
                 let file = try archive.write(mac: .signed(by: records.signer))
@@ -174,7 +181,8 @@ import Testing
     @Test func aWriteRefusedInsideTheTransactionRollsAllOfItBack() async throws {
         try await TestServer.run { server in
             let (records, assets, logger) = (server.dependencies.records, server.dependencies.assets, TestDatabase.logger)
-            try await server.call("zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Trips"]]]]], as: server.alice)
+            try await server.call(
+                "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Trips"]]]]], as: server.alice)
             let photo = try await server.upload(TestData.bytes(50_000), as: server.alice)
             #expect(try await server.savePhoto("photo-1", photo, as: server.alice).anyError == nil)
             var toProduction = try await EditableArchive.export("alice", server)
@@ -203,7 +211,10 @@ import Testing
             try edited.setField("notes", ofLastRecordIn: "records/d1/z1/000001.json", to: ["type": "STRING", "value": "Closing Day"])
             let otherServer = TokenSigner(key: Array(repeating: UInt8(7), count: 32))
             let dave = try await server.dependencies.credentials.createAccount(name: "dave", idleMs: 3_600_000, logger: logger)
-            for file in [try edited.write(mac: .none), try edited.write(), try edited.write(mac: .signed(by: otherServer)), try original.write(mac: .signed(by: otherServer))] {
+            for file in [
+                try edited.write(mac: .none), try edited.write(), try edited.write(mac: .signed(by: otherServer)),
+                try original.write(mac: .signed(by: otherServer)),
+            ] {
                 await #expect { try await importAccount("dave", from: file, records: records, assets: assets, logger: logger) } throws: { error in
                     guard let error = error as? CloudError else { return false }
                     return error.code == .badRequest && error.reason == unauthenticatedArchive
@@ -347,7 +358,9 @@ struct EditableArchive {
     /// The archive as a file, its manifest listing the files as they are now.
     func write(mac: MAC = .kept) throws -> URL {
         var manifest = self.manifest
-        manifest.files = self.entries.map { AccountArchive.File(path: $0.path, size: Int64($0.bytes.count), sha256: SHA256.hash(data: $0.bytes).hexString) }
+        manifest.files = self.entries.map {
+            AccountArchive.File(path: $0.path, size: Int64($0.bytes.count), sha256: SHA256.hash(data: $0.bytes).hexString)
+        }
         switch mac {
         case .kept: break
         case .none: manifest.mac = nil

@@ -226,10 +226,13 @@ import Testing
         // Two calls at once, then one every two seconds: the third call of the first sync is throttled. The device's
         // wait for `retryAfter` moves the server's clock on, so nothing waits for time to pass.
         let clock = ManualClock()
-        try await TestServer.run(.live, configure: {
-            $0.clock = clock.clock
-            $0.rateLimits.perAccount = RateLimit(perSecond: 0.5, burst: 2)
-        }) { server in
+        try await TestServer.run(
+            .live,
+            configure: {
+                $0.clock = clock.clock
+                $0.rateLimits.perAccount = RateLimit(perSecond: 0.5, burst: 2)
+            }
+        ) { server in
             _ = try await server.dependencies.credentials.setPassword(accountName: "alice", password: Self.password, logger: TestDatabase.logger)
             let folder = NSTemporaryDirectory() + "stadiumcloud-client-" + UUID().uuidString
             defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -512,7 +515,8 @@ import Testing
             try tablet.setNotes("edited offline", forVisit: lost.recordName)
             let added = try tablet.addVisit(stadiumID: "stadium_mlb_yankee_stadium", date: 1_600_000_200_000)
             // The phone holds a database token no server of this installation signed.
-            let foreign = ChangeToken(kind: .database, databaseID: 1, seq: 1, epoch: 1).encode(with: TokenSigner(key: [UInt8](repeating: 9, count: 32)))
+            let foreign = ChangeToken(kind: .database, databaseID: 1, seq: 1, epoch: 1).encode(
+                with: TokenSigner(key: [UInt8](repeating: 9, count: 32)))
             try phone.store.setDatabaseToken(foreign, scope: .private)
 
             let report = try await tablet.sync()
@@ -595,4 +599,3 @@ import Testing
         }
     }
 }
-

@@ -35,7 +35,8 @@ import Testing
         try await TestServer.run { server in
             let record = #"{"operations":[{"operationType":"create","record":{"recordName":"latin1","recordType":"StadiumVisit","#
             let body = Array((record + #""fields":{"notes":{"value":"caf"#).utf8) + [0xE9] + Array(#""}}}}]}"#.utf8)
-            let uri = "/database/1/\(TestServer.development.container)/development/private/records/modify"
+            let uri =
+                "/database/1/\(TestServer.development.container)/development/private/records/modify"
                 + "?ckAPIToken=\(server.apiToken)&ckWebAuthToken=\(server.alice.webAuthToken)"
             let answer = try await server.client.execute(
                 uri: uri, method: .post, headers: [.contentType: "text/plain"], body: ByteBuffer(bytes: body)

@@ -144,7 +144,9 @@ import Testing
                 let reply = try await server.call("changes/wait", as: server.alice, rawBody: rawBody, contentType: "application/json")
                 #expect(reply.status == 400, "\(rawBody)")
                 #expect(reply.errorCode == "BAD_REQUEST", "\(rawBody)")
-                #expect(reply.json["reason"]?.stringValue?.contains("needs syncToken (a database token), zones (zone tokens) or publicZones") == true, "\(reply.json)")
+                #expect(
+                    reply.json["reason"]?.stringValue?.contains("needs syncToken (a database token), zones (zone tokens) or publicZones") == true,
+                    "\(reply.json)")
                 #expect(feed.waiting == 0)
             }
             let since = try await server.call("changes/database", ["syncToken": token], as: server.alice)
@@ -161,7 +163,8 @@ import Testing
             let body = JSONWriter.encode(Self.zoneWait(token, timeout: 60))
             let path = "\(TestServer.base)/private/changes/wait?ckAPIToken=\(server.apiToken)&ckWebAuthToken=\(server.alice.webAuthToken)"
             let connection = try RawConnection(port: try #require(server.client.port))
-            connection.send("POST \(path) HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            connection.send(
+                "POST \(path) HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
             try await Self.waiters(1, on: feed)
             connection.close()
             try await eventually("the abandoned wait ends", on: feed.waitingChanges) { feed.waiting == 0 }

@@ -104,7 +104,8 @@ import Testing
     @Test func adjacentDaysAreConfirmedAndADoubleheaderIsThePersonsChoice() async throws {
         try await Self.withImportedServer { server in
             func match(_ latitude: Double, _ longitude: Double, _ time: String) async throws -> JSONValue {
-                let reply = try await server.call("canonical/match", ["latitude": .double(latitude), "longitude": .double(longitude), "time": .string(time)], database: "public")
+                let reply = try await server.call(
+                    "canonical/match", ["latitude": .double(latitude), "longitude": .double(longitude), "time": .string(time)], database: "public")
                 #expect(reply.status == 200, "\(reply.json)")
                 return reply.json
             }
@@ -148,9 +149,10 @@ import Testing
         try await Self.withImportedServer { server in
             func tokens() async throws -> [String: String] {
                 let zones = try await server.call("zones/list", database: "public").json["zones"]?.arrayValue ?? []
-                return Dictionary(uniqueKeysWithValues: zones.compactMap { zone in
-                    zone["zoneID"]?["zoneName"]?.stringValue.flatMap { name in zone["syncToken"]?.stringValue.map { (name, $0) } }
-                })
+                return Dictionary(
+                    uniqueKeysWithValues: zones.compactMap { zone in
+                        zone["zoneID"]?["zoneName"]?.stringValue.flatMap { name in zone["syncToken"]?.stringValue.map { (name, $0) } }
+                    })
             }
             let before = try await tokens()
             var daily = try Self.dataset.get()
