@@ -18,10 +18,6 @@ extension FeedPoller {
         var seenAt: Int64
     }
 
-    /// Why a game that matches none is left out.
-    static let unconfirmedGame =
-        "matches no canonical game; only an official source, two sources agreeing, or (in a league with no official source) the provider's next answer add games"
-
     /// Applies `games` to every target database; returns those that matched no canonical game in the first.
     func applyToTargets(
         _ games: [ProviderGame], from provider: any ScoreProvider, days: ClosedRange<CivilDate>, answer: Int,
@@ -122,7 +118,9 @@ extension FeedPoller {
                 }
                 guard provider.trust == .official || confirmed == true || repeated(reported, teams: (home, away)) else {
                     applied.unmatched.append(reported)
-                    applied.refused.append("\(provider.name) \(reported.id): \(Self.unconfirmedGame)")
+                    applied.refused.append(
+                        "\(provider.name) \(reported.id): matches no canonical game; only an official source, two sources agreeing, or (in a "
+                            + "league with no official source) the provider's next answer add games")
                     continue
                 }
                 if let confirming {

@@ -29,21 +29,21 @@ extension FeedPoller {
     /// starts the day's pass again.
     func walkAhead(league: String, catalog: CanonicalCatalog, now: Int64) async {
         let today = Self.usDay(of: now)
-        guard self.due.withLock({ ($0[league]?["ahead"] ?? 0) <= now }) else { return }
+        guard self.isDue("ahead", of: league, now: now) else { return }
         let start = today.adding(days: self.configuration.scheduleDays)
         guard let last = catalog.games.seasons(of: league).map(\.span.upperBound).filter({ $0 >= start }).max() else {
-            self.due.withLock { $0[league, default: [:]]["ahead"] = Self.startOfUSDay(today.adding(days: 1)) }
+            self.schedule("ahead", of: league, at: Self.startOfUSDay(today.adding(days: 1)))
             return
         }
         let first = max(self.ahead.withLock { $0[league] } ?? start, start)
         let days = first...min(first.adding(days: self.configuration.backfillDays - 1), last)
         guard await self.poll(league: league, days: days, today: today, yielding: true).provider != nil else {
-            self.due.withLock { $0[league, default: [:]]["ahead"] = now + self.configuration.todayInterval.milliseconds }
+            self.schedule("ahead", of: league, at: now + self.configuration.todayInterval.milliseconds)
             return
         }
         let next = days.upperBound.adding(days: 1)
         self.ahead.withLock { $0[league] = next <= last ? next : nil }
-        self.due.withLock { $0[league, default: [:]]["ahead"] = next <= last ? now : Self.startOfUSDay(today.adding(days: 1)) }
+        self.schedule("ahead", of: league, at: next <= last ? now : Self.startOfUSDay(today.adding(days: 1)))
     }
 
     /// Walks the days already played, from the first day of the league's recent seasons to yesterday, one answer of
@@ -53,7 +53,7 @@ extension FeedPoller {
     /// answer is recorded as the job's run (the console's jobs page).
     func backfill(league: String, catalog: CanonicalCatalog, now: Int64) async {
         let today = Self.usDay(of: now)
-        guard self.due.withLock({ ($0[league]?["backfill"] ?? 0) <= now }) else { return }
+        guard self.isDue("backfill", of: league, now: now) else { return }
         let job = "backfill " + league
         let saved: CivilDate?
         do {
@@ -61,26 +61,25 @@ extension FeedPoller {
                 .flatMap(CivilDate.init)
         } catch {
             self.logger.error("the feeds' backfill could not read where it was", metadata: ["league": "\(league)", "error": "\(error)"])
-            self.due.withLock { $0[league, default: [:]]["backfill"] = now + self.configuration.todayInterval.milliseconds }
+            self.schedule("backfill", of: league, at: now + self.configuration.todayInterval.milliseconds)
             return
         }
         guard let first = saved ?? Self.firstDayToWalk(catalog.games.seasons(of: league).map(\.span), today: today, within: self.configuration),
             first < today
         else {
-            self.due.withLock { $0[league, default: [:]]["backfill"] = Self.startOfUSDay(today.adding(days: 1)) }
+            self.schedule("backfill", of: league, at: Self.startOfUSDay(today.adding(days: 1)))
             return
         }
         let days = first...min(first.adding(days: self.configuration.backfillDays - 1), today.adding(days: -1))
         let started = self.clock.now
         let report = await self.poll(league: league, days: days, today: today, yielding: true)
         guard report.provider != nil else {
-            self.due.withLock { $0[league, default: [:]]["backfill"] = now + self.configuration.todayInterval.milliseconds }
+            self.schedule("backfill", of: league, at: now + self.configuration.todayInterval.milliseconds)
             return
         }
         // Games the dataset lacks, in a league whose provider's next answer must confirm them: asked once more at once.
-        let unconfirmed = report.refused.contains { $0.contains(Self.unconfirmedGame) }
-        if unconfirmed, self.backfillAskedAgain.withLock({ $0.insert(league + " " + days.lowerBound.description).inserted }) {
-            self.due.withLock { $0[league, default: [:]]["backfill"] = now }
+        if report.unmatched > 0, self.backfillAskedAgain.withLock({ $0.insert(league + " " + days.lowerBound.description).inserted }) {
+            self.schedule("backfill", of: league, at: now)
             return
         }
         let next = days.upperBound.adding(days: 1)
@@ -89,7 +88,7 @@ extension FeedPoller {
         } catch {
             self.logger.error("the feeds' backfill could not save where it is", metadata: ["league": "\(league)", "error": "\(error)"])
         }
-        self.due.withLock { $0[league, default: [:]]["backfill"] = next < today ? now : Self.startOfUSDay(today.adding(days: 1)) }
+        self.schedule("backfill", of: league, at: next < today ? now : Self.startOfUSDay(today.adding(days: 1)))
         let outcome =
             "\(days.lowerBound)…\(days.upperBound) from \(report.provider ?? ""): \(report.reported) games, \(report.changed) changed, "
             + "\(report.created) added; " + (next < today ? "next \(next)" : "caught up to yesterday")

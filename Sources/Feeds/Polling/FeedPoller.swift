@@ -60,6 +60,9 @@ public final class FeedPoller: Service, Sendable {
         public var skipped: [String] = []
         /// Providers that failed before one answered.
         public var failures: [String] = []
+        /// Games that matched no canonical game and were not added (among `refused`): in a league with no official
+        /// source, the provider's next answer may add them.
+        public var unmatched = 0
     }
 
     /// Polls while this process holds the cluster's feed lock; the others try for it every minute. The lock is given
@@ -105,6 +108,12 @@ public final class FeedPoller: Service, Sendable {
         }
     }
 
+    /// True when `league`'s poll of this kind is due at `now`.
+    func isDue(_ kind: String, of league: String, now: Int64) -> Bool { self.due.withLock { ($0[league]?[kind] ?? 0) <= now } }
+
+    /// Makes `league`'s poll of this kind due next at `time` (ms).
+    func schedule(_ kind: String, of league: String, at time: Int64) { self.due.withLock { $0[league, default: [:]][kind] = time } }
+
     /// The polls and walks of `league` due now, one after the other.
     public func runDue(league: String) async {
         await self.runPolls(league: league)
@@ -149,11 +158,11 @@ public final class FeedPoller: Service, Sendable {
             polls.append(("today", today...today, self.configuration.todayInterval))
         }
         for poll in polls {
-            guard self.due.withLock({ ($0[league]?[poll.kind] ?? 0) <= now }) else { continue }
-            self.due.withLock { $0[league, default: [:]][poll.kind] = now + poll.every.milliseconds }
+            guard self.isDue(poll.kind, of: league, now: now) else { continue }
+            self.schedule(poll.kind, of: league, at: now + poll.every.milliseconds)
             // When no provider answered, the poll is tried again soon rather than after its whole interval.
             if await self.poll(league: league, days: poll.days, today: today).provider == nil, poll.every > self.configuration.todayInterval {
-                self.due.withLock { $0[league, default: [:]][poll.kind] = now + self.configuration.todayInterval.milliseconds }
+                self.schedule(poll.kind, of: league, at: now + self.configuration.todayInterval.milliseconds)
             }
         }
     }
@@ -193,6 +202,7 @@ public final class FeedPoller: Service, Sendable {
                 return count
             }
             let unmatched = await self.applyToTargets(parsed.games, from: provider, days: days, answer: answer, confirming: nil, report: &report)
+            report.unmatched = unmatched.count
             // An unofficial provider's game that matches none is added when the next provider reports it too.
             if !unmatched.isEmpty, provider.trust != .official,
                 let (confirmer, confirmerURL) = providers.dropFirst(index + 1).lazy.compactMap({ other in address(of: other).map { (other, $0) } })
@@ -201,8 +211,9 @@ public final class FeedPoller: Service, Sendable {
             {
                 let ids = Set(unmatched.map { "\(provider.name) \($0.id):" })
                 report.refused.removeAll { refusal in ids.contains { refusal.hasPrefix($0) } }
-                _ = await self.applyToTargets(
-                    unmatched, from: provider, days: days, answer: answer, confirming: (confirmer.name, confirming.games), report: &report)
+                report.unmatched = await self.applyToTargets(
+                    unmatched, from: provider, days: days, answer: answer, confirming: (confirmer.name, confirming.games), report: &report
+                ).count
             }
             for refusal in report.refused + report.skipped {
                 self.logger.notice("a provider's game was left as it was", metadata: ["provider": "\(provider.name)", "why": "\(refusal)"])
