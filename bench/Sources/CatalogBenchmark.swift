@@ -73,10 +73,7 @@ struct CatalogBenchmark {
                 precondition(asked.cards(of: day).count == day.count)
                 times.append(ContinuousClock.now - started)
             }
-            times.sort()
-            print(
-                "cards of \(busy)'s \(day.count) games, \(name): p50 \(Self.milliseconds(times[times.count / 2])) ms, p99 "
-                    + "\(Self.milliseconds(times[min(times.count - 1, times.count * 99 / 100)])) ms")
+            print("cards of \(busy)'s \(day.count) games, \(name): \(Self.percentiles(times))")
         }
 
         for (name, change) in kinds {
@@ -88,12 +85,15 @@ struct CatalogBenchmark {
                 times.append(ContinuousClock.now - started)
                 precondition(updated?.games.game(changed.recordName) != nil)
             }
-            times.sort()
-            print(
-                "catalog update, \(name): p50 \(Self.milliseconds(times[times.count / 2])) ms, p99 "
-                    + "\(Self.milliseconds(times[min(times.count - 1, times.count * 99 / 100)])) ms, max \(Self.milliseconds(times.last!)) ms "
-                    + "(\(self.rounds) updates)")
+            print("catalog update, \(name): \(Self.percentiles(times)), max \(Self.milliseconds(times.max()!)) ms (\(self.rounds) updates)")
         }
+    }
+
+    /// `p50 … ms, p99 … ms` of `times`.
+    static func percentiles(_ times: [Duration]) -> String {
+        let sorted = times.sorted()
+        return
+            "p50 \(Self.milliseconds(sorted[sorted.count / 2])) ms, p99 \(Self.milliseconds(sorted[min(sorted.count - 1, sorted.count * 99 / 100)])) ms"
     }
 
     static func milliseconds(_ duration: Duration) -> String {
